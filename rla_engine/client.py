@@ -1,0 +1,194 @@
+"""EngineClient: start and steer engine processes, and watch them through the database.
+
+Torch-free and asyncio-native, for the console (qasync) and for scripts. Every database call
+runs on one worker thread of the client, so an event loop never waits on SQLite.
+"""
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import AsyncIterator
+
+from . import config as C
+from .paths import default_db_path, log_path, logs_dir, run_config_path
+from .store import FINAL, Store, new_run_id, open_store
+
+POLL_S = 0.1          # ≤ 10 Hz, DESIGN §1
+START_TIMEOUT_S = 60.0
+
+
+class EngineError(RuntimeError):
+    """The engine process failed; the message carries the tail of its log."""
+
+
+@dataclass
+class Update:
+    """What changed in a run since the previous update."""
+    run: dict
+    metrics: list[dict] = field(default_factory=list)    # {iteration, key, value, t}
+    events: list[dict] = field(default_factory=list)     # {id, iteration, t, kind, payload}
+    rewound: bool = False                                 # iterations were deleted (a resume)
+
+
+class EngineClient:
+    def __init__(self, db_path: str | Path | None = None, python: str = sys.executable):
+        self.db_path = Path(db_path) if db_path else default_db_path()
+        self.python = python
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="rla-store")
+        self._store: Store | None = None
+        self.processes: dict[str, asyncio.subprocess.Process] = {}
+
+    async def _db(self, fn, *args, **kw):
+        def call():
+            if self._store is None:
+                self._store = open_store(self.db_path)
+            return getattr(self._store, fn)(*args, **kw)
+        return await asyncio.get_running_loop().run_in_executor(self._pool, call)
+
+    async def close(self) -> None:
+        if self._store is not None:
+            await asyncio.get_running_loop().run_in_executor(self._pool, self._store.close)
+            self._store = None
+        self._pool.shutdown(wait=False)
+
+    # -- launching -------------------------------------------------------------------------
+    async def _spawn(self, run_id: str, args: list[str]) -> asyncio.subprocess.Process:
+        logs_dir(self.db_path).mkdir(parents=True, exist_ok=True)
+        log = open(log_path(self.db_path, run_id), "ab")
+        try:
+            # Own session: the engine outlives a console that is closed with "let it run on".
+            proc = await asyncio.create_subprocess_exec(
+                self.python, "-m", "rla_engine.cli", *args, "--db", str(self.db_path),
+                stdin=asyncio.subprocess.DEVNULL, stdout=log, stderr=asyncio.subprocess.STDOUT,
+                start_new_session=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+        finally:
+            log.close()
+        self.processes[run_id] = proc
+        return proc
+
+    async def _await_row(self, run_id: str, proc: asyncio.subprocess.Process, since_iteration: int | None) -> None:
+        """Return once the engine has taken the run (its row exists / it rewound), or raise."""
+        deadline = asyncio.get_running_loop().time() + START_TIMEOUT_S
+        while True:
+            run = await self._db("get_run", run_id)
+            if run is not None and run["status"] in ("running", "paused") and run["pid"] == proc.pid:
+                return
+            if proc.returncode is not None:
+                raise EngineError(f"engine exited with code {proc.returncode}:\n{self.log_tail(run_id)}")
+            if asyncio.get_running_loop().time() > deadline:
+                raise EngineError(f"engine did not start within {START_TIMEOUT_S:.0f} s:\n{self.log_tail(run_id)}")
+            await asyncio.sleep(POLL_S)
+
+    async def start(self, cfg: C.Config, *, preset: str | None = None, name: str | None = None,
+                    group: str | None = None) -> str:
+        """Validate, write the config next to the logs, spawn `rla run`; return the run id."""
+        C.validate(cfg)
+        run_id = new_run_id()
+        path = run_config_path(self.db_path, run_id)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(cfg.to_toml(), encoding="utf-8")
+        args = ["run", "--config", str(path), "--run-id", run_id]
+        if preset:
+            args += ["--preset", preset]
+        if name:
+            args += ["--name", name]
+        if group:
+            args += ["--group", group]
+        proc = await self._spawn(run_id, args)
+        await self._await_row(run_id, proc, None)
+        return run_id
+
+    async def resume_run(self, run_id: str, iterations: int | None = None) -> None:
+        """Continue a stopped, crashed or failed run from its last checkpoint (`rla resume`)."""
+        args = ["resume", run_id] + (["--iterations", str(iterations)] if iterations else [])
+        proc = await self._spawn(run_id, args)
+        await self._await_row(run_id, proc, None)
+
+    # -- commands --------------------------------------------------------------------------
+    async def command(self, run_id: str, kind: str, payload: dict | None = None) -> int:
+        return await self._db("add_command", run_id, kind, payload or {})
+
+    async def pause(self, run_id: str) -> int:
+        return await self.command(run_id, "pause")
+
+    async def resume(self, run_id: str) -> int:
+        return await self.command(run_id, "resume")
+
+    async def stop(self, run_id: str) -> int:
+        return await self.command(run_id, "stop")
+
+    async def checkpoint(self, run_id: str) -> int:
+        return await self.command(run_id, "checkpoint")
+
+    async def set_difficulty(self, run_id: str, value: float | None) -> int:
+        """A number in [0, 1] overrides the pool's difficulty; None hands back to adaptation."""
+        return await self.command(run_id, "set_difficulty", {"value": value})
+
+    async def command_result(self, command_id: int, timeout: float = 30.0) -> str:
+        deadline = asyncio.get_running_loop().time() + timeout
+        while True:
+            cmd = await self._db("command", command_id)
+            if cmd and cmd["applied_at"] is not None:
+                return cmd["result"]
+            if asyncio.get_running_loop().time() > deadline:
+                raise TimeoutError(f"command {command_id} not applied within {timeout} s")
+            await asyncio.sleep(POLL_S)
+
+    # -- watching --------------------------------------------------------------------------
+    async def run(self, run_id: str) -> dict | None:
+        await self._db("refresh_liveness")
+        return await self._db("get_run", run_id)
+
+    async def watch(self, run_id: str, interval: float = POLL_S) -> AsyncIterator[Update]:
+        """Yield new metrics and events as the engine commits them; end once the run is over and
+        everything was delivered. The first update holds the whole history so far."""
+        last_iteration, last_event = 0, 0
+        while True:
+            run = await self.run(run_id)
+            if run is None:
+                return
+            events = await self._db("events", run_id, last_event)
+            rewound = any(e["kind"] == "rewound" for e in events)
+            if rewound:
+                last_iteration = min(last_iteration, min(e["payload"]["to"] for e in events if e["kind"] == "rewound"))
+            metrics = await self._db("metrics", run_id, last_iteration)
+            if metrics:
+                last_iteration = metrics[-1]["iteration"]
+            if events:
+                last_event = events[-1]["id"]
+            if metrics or events or rewound:
+                yield Update(run, metrics, events, rewound)
+            if run["status"] in FINAL and run_id not in self._live_processes():
+                return
+            await asyncio.sleep(interval)
+
+    def _live_processes(self) -> set[str]:
+        return {rid for rid, p in self.processes.items() if p.returncode is None}
+
+    async def wait(self, run_id: str, poll: float = 0.2) -> str:
+        """Wait for the run to end; return its final status. A failed engine raises EngineError."""
+        proc = self.processes.get(run_id)
+        if proc is not None:
+            code = await proc.wait()
+            run = await self.run(run_id)
+            if code != 0:
+                raise EngineError(f"engine exited with code {code} ({run and run['status']}):\n"
+                                  f"{self.log_tail(run_id)}")
+            return run["status"]
+        while True:
+            run = await self.run(run_id)
+            if run is None or run["status"] in FINAL:
+                return run["status"] if run else "missing"
+            await asyncio.sleep(poll)
+
+    def log_tail(self, run_id: str, lines: int = 20) -> str:
+        path = log_path(self.db_path, run_id)
+        try:
+            text = path.read_text(encoding="utf-8", errors="replace")
+        except FileNotFoundError:
+            return f"(no log at {path})"
+        return "\n".join(text.splitlines()[-lines:])

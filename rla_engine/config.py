@@ -1,0 +1,300 @@
+"""Run configuration: one tree of dataclasses, dotted keys, TOML presets, `--set` overrides.
+
+Torch-free on purpose: the console builds its forms from these dataclasses (field type ->
+editor, metadata -> help and range) and validates with `validate()`, the same function the
+engine uses, so a form and `rla run` can never disagree about what is valid.
+"""
+from __future__ import annotations
+
+import dataclasses
+import tomllib
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import tomli_w
+
+from .tasks import family_names
+
+
+class ConfigError(ValueError):
+    """Invalid configuration; `str()` is one line naming the field, the value and what is allowed."""
+
+    def __init__(self, key: str, value: Any, allowed: str):
+        self.key, self.value, self.allowed = key, value, allowed
+        super().__init__(f"invalid config: {key} = {value!r}: {allowed}")
+
+
+def _f(default, help: str, **meta):
+    """A config field; metadata drives validation and the console's generated form."""
+    meta["help"] = help
+    if isinstance(default, list):
+        return field(default_factory=lambda: list(default), metadata=meta)
+    return field(default=default, metadata=meta)
+
+
+@dataclass
+class TaskConfig:
+    family: str = _f("gridworld", "Task family (a registered plug-in).", choices=family_names)
+    pool_size: int = _f(64, "Slots in the task pool; constant during a run.", min=1, max=4096)
+    dataset_low: float = _f(0.0, "Lowest difficulty of the initial pool.", min=0.0, max=1.0)
+    dataset_high: float = _f(1.0, "Highest difficulty of the initial pool.", min=0.0, max=1.0)
+
+
+@dataclass
+class RolloutConfig:
+    tasks_per_iter: int = _f(16, "Pool slots sampled per iteration (without replacement).", min=1, max=4096)
+    rollouts_per_task: int = _f(8, "Trajectories per sampled task (the group of the advantage).", min=2, max=256)
+    temperature: float = _f(1.0, "Policy sampling temperature during training rollouts.", min=0.05, max=10.0)
+
+
+@dataclass
+class PolicyConfig:
+    lam: float = _f(1.0, "Weight λ of the judge's step reward; 0 is outcome-only.", min=0.0, max=100.0)
+    lr: float = _f(1e-3, "AdamW learning rate of the policy.", min=0.0, max=1.0, min_exclusive=True)
+    ppo_epochs: int = _f(2, "Passes over the iteration's samples.", min=1, max=100)
+    minibatch_size: int = _f(512, "Samples per PPO minibatch.", min=1, max=1_000_000)
+    clip_eps: float = _f(0.2, "PPO clip range ε.", min=0.0, max=1.0)
+    kl_beta: float = _f(0.01, "Weight β of the k3 KL penalty to the pre-update policy.", min=0.0, max=100.0)
+    band_low: float = _f(0.125, "Policy trains on tasks with band_low ≤ acc ≤ band_high (inclusive).",
+                         min=0.0, max=1.0)
+    band_high: float = _f(0.875, "Upper edge of the policy band (inclusive).", min=0.0, max=1.0)
+    hidden: int = _f(128, "Hidden width of the embedded policy network.", min=4, max=4096)
+
+
+@dataclass
+class JudgeConfig:
+    m: int = _f(3, "Verdicts sampled per step.", min=1, max=64)
+    train: bool = _f(True, "Train the judge by consistency feedback (false = frozen judge).")
+    temperature: float = _f(1.0, "Judge sampling temperature.", min=0.05, max=10.0)
+    lr: float = _f(1e-3, "AdamW learning rate of the judge.", min=0.0, max=1.0, min_exclusive=True)
+    band_low: float = _f(0.2, "Judge trains on tasks with band_low ≤ acc ≤ band_high.", min=0.0, max=1.0)
+    band_high: float = _f(0.8, "Upper edge of the judge band (inclusive).", min=0.0, max=1.0)
+    hidden: int = _f(128, "Hidden width of the embedded judge network.", min=4, max=4096)
+
+
+@dataclass
+class EnvConfig:
+    adapt: bool = _f(True, "Let the environment model rewrite tasks (false = fixed pool).")
+    low: float = _f(0.2, "α_low: acc ≤ low asks for an easier variant.", min=0.0, max=1.0)
+    high: float = _f(0.8, "α_high: acc ≥ high asks for a harder variant.", min=0.0, max=1.0)
+    tries: int = _f(3, "Variants the environment model may propose per request.", min=1, max=100)
+
+
+@dataclass
+class EvalConfig:
+    every: int = _f(10, "Evaluate on the held-out suite every N iterations (and at the last).",
+                    min=1, max=1_000_000)
+    tasks_per_tier: int = _f(32, "Held-out tasks per difficulty tier.", min=1, max=10_000)
+    tiers: list = _f([0.1, 0.3, 0.5, 0.7, 0.9], "Difficulty tiers of the held-out suite.",
+                     item=float, min=0.0, max=1.0)
+
+
+@dataclass
+class RunConfig:
+    iterations: int = _f(100, "Iterations to run.", min=1, max=10_000_000)
+    seed: int = _f(0, "Seed of every random stream of the run.", min=0, max=2**31 - 1)
+    device: str = _f("auto", "Where networks and environments run.", choices=("auto", "cpu", "cuda"))
+    checkpoint_every: int = _f(1, "Write a checkpoint every N iterations.", min=1, max=1_000_000)
+    keep_checkpoints: int = _f(3, "Checkpoints kept on disk (oldest removed).", min=1, max=1000)
+    stale_after_s: float = _f(15.0, "A live run whose heartbeat is older than this is crashed "
+                                    "(when its pid cannot be checked).", min=1.0, max=86400.0)
+
+
+@dataclass
+class Config:
+    task: TaskConfig = field(default_factory=TaskConfig)
+    rollout: RolloutConfig = field(default_factory=RolloutConfig)
+    policy: PolicyConfig = field(default_factory=PolicyConfig)
+    judge: JudgeConfig = field(default_factory=JudgeConfig)
+    env: EnvConfig = field(default_factory=EnvConfig)
+    eval: EvalConfig = field(default_factory=EvalConfig)
+    run: RunConfig = field(default_factory=RunConfig)
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+    def to_toml(self) -> str:
+        return tomli_w.dumps(self.to_dict())
+
+
+SECTIONS = tuple(f.name for f in dataclasses.fields(Config))
+
+
+def section_fields(section: str) -> list[dataclasses.Field]:
+    return list(dataclasses.fields(_section_cls(section)))
+
+
+def _section_cls(section: str) -> type:
+    return type(getattr(Config(), section))
+
+
+def field_meta(key: str, value: Any = None) -> dataclasses.Field:
+    section, _, name = key.partition(".")
+    if section not in SECTIONS:
+        raise ConfigError(key, value, f"unknown section; sections are {', '.join(SECTIONS)}")
+    for f in dataclasses.fields(_section_cls(section)):
+        if f.name == name:
+            return f
+    names = ", ".join(f.name for f in dataclasses.fields(_section_cls(section)))
+    raise ConfigError(key, value, f"unknown key; {section} has {names}")
+
+
+def _allowed_choices(meta) -> tuple:
+    choices = meta.get("choices")
+    return tuple(choices()) if callable(choices) else tuple(choices or ())
+
+
+def _type_name(t) -> str:
+    return {int: "an integer", float: "a number", bool: "true or false", str: "a string",
+            list: "a list"}.get(t, str(t))
+
+
+def _check_value(key: str, value: Any, f: dataclasses.Field) -> Any:
+    """Type-check and range-check one value; return it coerced (int -> float where a float is due)."""
+    t = {"int": int, "float": float, "bool": bool, "str": str, "list": list}.get(f.type, f.type)
+    meta = f.metadata
+    if t is float and isinstance(value, int) and not isinstance(value, bool):
+        value = float(value)
+    if t is bool and not isinstance(value, bool) or t is not bool and isinstance(value, bool) \
+            or not isinstance(value, t):
+        raise ConfigError(key, value, f"must be {_type_name(t)}")
+    items = value if t is list else [value]
+    if t is list:
+        item_t = meta.get("item", float)
+        coerced = []
+        for v in items:
+            if item_t is float and isinstance(v, int) and not isinstance(v, bool):
+                v = float(v)
+            if not isinstance(v, item_t) or isinstance(v, bool):
+                raise ConfigError(key, value, f"must be a list of {_type_name(item_t)} values")
+            coerced.append(v)
+        if not coerced:
+            raise ConfigError(key, value, "must not be empty")
+        value = items = coerced
+    for v in items:
+        if isinstance(v, float) and v != v:
+            raise ConfigError(key, value, "must be a finite number")
+        lo, hi = meta.get("min"), meta.get("max")
+        if lo is not None and (v < lo or (meta.get("min_exclusive") and v == lo)):
+            op = ">" if meta.get("min_exclusive") else "≥"
+            raise ConfigError(key, value, f"must be {op} {lo}" + (f" and ≤ {hi}" if hi is not None else ""))
+        if hi is not None and v > hi:
+            raise ConfigError(key, value, f"must be ≤ {hi}" + (f" and ≥ {lo}" if lo is not None else ""))
+        choices = _allowed_choices(meta)
+        if choices and v not in choices:
+            raise ConfigError(key, value, f"must be one of {', '.join(map(str, choices))}")
+    return value
+
+
+def _check_relations(cfg: Config) -> None:
+    pairs = [("task.dataset_low", "task.dataset_high", False), ("policy.band_low", "policy.band_high", False),
+             ("judge.band_low", "judge.band_high", True), ("env.low", "env.high", True)]
+    for lo_key, hi_key, strict in pairs:
+        lo, hi = get_value(cfg, lo_key), get_value(cfg, hi_key)
+        if lo > hi or (strict and lo == hi):
+            rel = "<" if strict else "≤"
+            raise ConfigError(lo_key, lo, f"must be {rel} {hi_key} = {hi}")
+    if cfg.rollout.tasks_per_iter > cfg.task.pool_size:
+        raise ConfigError("rollout.tasks_per_iter", cfg.rollout.tasks_per_iter,
+                          f"must be ≤ task.pool_size = {cfg.task.pool_size}")
+
+
+def validate(cfg: Config) -> Config:
+    """Raise ConfigError for the first invalid field; return cfg (values coerced) if all hold."""
+    for section in SECTIONS:
+        sec = getattr(cfg, section)
+        for f in dataclasses.fields(sec):
+            setattr(sec, f.name, _check_value(f"{section}.{f.name}", getattr(sec, f.name), f))
+    _check_relations(cfg)
+    return cfg
+
+
+def get_value(cfg: Config, key: str) -> Any:
+    field_meta(key)
+    section, _, name = key.partition(".")
+    return getattr(getattr(cfg, section), name)
+
+
+def set_value(cfg: Config, key: str, value: Any) -> None:
+    f = field_meta(key, value)
+    section, _, name = key.partition(".")
+    setattr(getattr(cfg, section), name, _check_value(key, value, f))
+
+
+def merge(cfg: Config, data: dict, where: str = "") -> Config:
+    """Apply a nested dict (from TOML) onto cfg; unknown sections and keys are errors."""
+    for section, values in data.items():
+        if section not in SECTIONS:
+            raise ConfigError(f"{where}{section}", values, f"unknown section; sections are {', '.join(SECTIONS)}")
+        if not isinstance(values, dict):
+            raise ConfigError(f"{where}{section}", values, "must be a table of keys")
+        for name, value in values.items():
+            set_value(cfg, f"{section}.{name}", value)
+    return cfg
+
+
+def from_dict(data: dict) -> Config:
+    return validate(merge(Config(), data))
+
+
+def parse_set(assignment: str) -> tuple[str, Any]:
+    """`key=value` with a TOML literal value (`0.5`, `true`, `[0.1, 0.5]`, `"cpu"`); a bare word is a string."""
+    key, sep, raw = assignment.partition("=")
+    key = key.strip()
+    if not sep or not key:
+        raise ConfigError(assignment, assignment, "--set takes key=value, e.g. policy.lam=0.5")
+    raw = raw.strip()
+    try:
+        value = tomllib.loads(f"v = {raw}")["v"]
+    except tomllib.TOMLDecodeError:
+        value = raw
+    return key, value
+
+
+def presets_dir():
+    return resources.files("resources") / "presets"
+
+
+def preset_names() -> list[str]:
+    return sorted(p.name[:-5] for p in presets_dir().iterdir() if p.name.endswith(".toml"))
+
+
+def preset_data(name: str) -> dict:
+    names = preset_names()
+    if name not in names:
+        raise ConfigError("preset", name, f"unknown preset; presets are {', '.join(names)}")
+    return tomllib.loads((presets_dir() / f"{name}.toml").read_text(encoding="utf-8"))
+
+
+def preset_description(name: str) -> str:
+    text = (presets_dir() / f"{name}.toml").read_text(encoding="utf-8")
+    first = text.splitlines()[0] if text else ""
+    return first.lstrip("# ").strip() if first.startswith("#") else ""
+
+
+def load_file(path: str | Path) -> dict:
+    p = Path(path)
+    try:
+        return tomllib.loads(p.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ConfigError("config", str(p), "file not found") from None
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
+        raise ConfigError("config", str(p), f"not valid TOML ({e})") from None
+
+
+def build(preset: str | None = None, config_file: str | Path | None = None,
+          sets: list[str] = (), **run_overrides: Any) -> Config:
+    """Defaults <- preset or file <- --set assignments <- explicit run.* options; then validate."""
+    cfg = Config()
+    if preset is not None:
+        merge(cfg, preset_data(preset))
+    if config_file is not None:
+        merge(cfg, load_file(config_file))
+    for assignment in sets:
+        set_value(cfg, *parse_set(assignment))
+    for name, value in run_overrides.items():
+        if value is not None:
+            set_value(cfg, f"run.{name}", value)
+    return validate(cfg)

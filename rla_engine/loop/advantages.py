@@ -1,0 +1,43 @@
+"""Vectorised twins of the SPEC §8 reference functions (tests check them equal on random inputs).
+
+Shapes: B = groups × rollouts episodes, T steps, m verdicts per step; `mask` [B, T] marks real steps.
+"""
+from __future__ import annotations
+
+import torch
+
+STD_EPS = 1e-8
+
+
+def step_rewards(outcome: torch.Tensor, verdicts: torch.Tensor, mask: torch.Tensor, lam: float) -> torch.Tensor:
+    """R_i = O + (λ/m)·Σ_j S_ij per step [B, T]; 0 where mask is False. Unreadable verdicts (0) add 0."""
+    m = verdicts.shape[-1]
+    r = outcome.unsqueeze(1) + (lam / m) * verdicts.float().sum(-1)
+    return r * mask
+
+
+def normalize_per_step(rewards: torch.Tensor, mask: torch.Tensor, rollouts: int) -> torch.Tensor:
+    """Group-relative advantages per step index: z-score R_i across a task's rollouts that reached i
+    (population std); 0 where fewer than 2 reached i or the std ≤ 1e-8."""
+    b, t = rewards.shape
+    r = rewards.view(-1, rollouts, t).double()
+    w = mask.view(-1, rollouts, t).double()
+    n = w.sum(1, keepdim=True)
+    mean = (r * w).sum(1, keepdim=True) / n.clamp(min=1)
+    var = (((r - mean) * w) ** 2).sum(1, keepdim=True) / n.clamp(min=1)
+    std = var.sqrt()
+    ok = (n >= 2) & (std > STD_EPS)
+    adv = torch.where(ok, (r - mean) / torch.where(ok, std, torch.ones_like(std)), torch.zeros_like(r))
+    return (adv * w).view(b, t).float()
+
+
+def judge_rewards(step_reward: torch.Tensor, verdicts: torch.Tensor) -> torch.Tensor:
+    """Consistency feedback per verdict [..., m]: raw = R·S (−2 if unreadable), z-scored over the m
+    verdicts of a step (population std); all 0 where their variance is 0."""
+    s = verdicts.double()
+    raw = torch.where(verdicts == 0, torch.full_like(s, -2.0), step_reward.double().unsqueeze(-1) * s)
+    mean = raw.mean(-1, keepdim=True)
+    std = raw.var(-1, unbiased=False, keepdim=True).sqrt()
+    ok = std > STD_EPS
+    z = torch.where(ok, (raw - mean) / torch.where(ok, std, torch.ones_like(std)), torch.zeros_like(raw))
+    return z.float()

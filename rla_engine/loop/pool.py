@@ -1,0 +1,172 @@
+"""The task pool (SPEC §5): constant-size slots, versions, pending candidates, manual override.
+
+Every task the pool ever held is a `TaskRecord` with a run-unique `uid`; the store keeps them
+all (active, retired, pending, rejected, dropped), which is the adaptation log the console shows.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass
+
+import numpy as np
+
+from .. import rewards
+from ..tasks.base import Family, Task
+
+
+@dataclass
+class TaskRecord:
+    uid: int
+    slot: int
+    version: int
+    task: Task
+    difficulty: float
+    status: str                     # active | retired | pending | rejected | dropped
+    created_iteration: int
+    last_acc: float | None = None
+    direction: str | None = None    # for candidates: harder | easier
+    prev_acc: float | None = None   # the slot's accuracy when the candidate was asked
+    new_acc: float | None = None    # the candidate's measured accuracy
+    critic: dict | None = None
+    decided_iteration: int | None = None
+
+    def row(self) -> dict:
+        return {"uid": self.uid, "slot": self.slot, "version": self.version, "family": self.task.family,
+                "params_json": json.dumps(self.task.to_json()), "difficulty": self.difficulty,
+                "status": self.status, "last_acc": self.last_acc, "direction": self.direction,
+                "prev_acc": self.prev_acc, "new_acc": self.new_acc,
+                "critic_json": json.dumps(self.critic) if self.critic is not None else None,
+                "created_iteration": self.created_iteration, "decided_iteration": self.decided_iteration}
+
+    def to_state(self) -> dict:
+        d = asdict(self)
+        d["task"] = self.task.to_json()
+        return d
+
+    @classmethod
+    def from_state(cls, family: str, d: dict) -> "TaskRecord":
+        d = dict(d)
+        d["task"] = Task.from_json(family, d["task"])
+        return cls(**d)
+
+
+@dataclass
+class Decision:
+    slot: int
+    accepted: bool
+    record: TaskRecord
+
+
+class TaskPool:
+    def __init__(self, family: Family, low: float = 0.2, high: float = 0.8, tries: int = 3):
+        self.family, self.low, self.high, self.tries = family, low, high, tries
+        self.active: list[TaskRecord] = []
+        self.pending: dict[int, TaskRecord] = {}
+        self.override: float | None = None
+        self._next_uid = 0
+        self._dirty: dict[int, TaskRecord] = {}
+
+    # -- building --------------------------------------------------------------------------
+    def _new_record(self, slot: int, version: int, task: Task, status: str, iteration: int, **kw) -> TaskRecord:
+        rec = TaskRecord(self._next_uid, slot, version, task, float(self.family.difficulty(task.params)),
+                         status, iteration, **kw)
+        self._next_uid += 1
+        self._dirty[rec.uid] = rec
+        return rec
+
+    def fill(self, size: int, low: float, high: float, rng: np.random.Generator) -> None:
+        """The initial pool: difficulties evenly spread over [low, high], each a fresh task."""
+        targets = np.linspace(low, high, size) if size > 1 else np.array([(low + high) / 2])
+        self.active = [self._new_record(slot, 0, self.family.sample(float(d), rng), "active", 0)
+                       for slot, d in enumerate(targets)]
+
+    # -- sampling ----------------------------------------------------------------------------
+    def free_slots(self) -> list[int]:
+        return [r.slot for r in self.active if r.slot not in self.pending]
+
+    def sample_slots(self, k: int, rng: np.random.Generator) -> list[int]:
+        free = self.free_slots()
+        k = min(k, len(free))
+        return sorted(int(s) for s in rng.choice(free, size=k, replace=False)) if k else []
+
+    def candidate_slots(self) -> list[int]:
+        return sorted(self.pending)
+
+    def record_acc(self, slot: int, acc: float) -> None:
+        rec = self.active[slot]
+        rec.last_acc = float(acc)
+        self._dirty[rec.uid] = rec
+
+    # -- candidates ------------------------------------------------------------------------
+    def decide(self, slot: int, new_acc: float, iteration: int) -> Decision:
+        cand = self.pending.pop(slot)
+        cand.new_acc, cand.last_acc, cand.decided_iteration = float(new_acc), float(new_acc), iteration
+        accepted = rewards.accept_candidate(cand.direction, cand.prev_acc, new_acc, self.low, self.high)
+        if accepted:
+            old = self.active[slot]
+            old.status, old.decided_iteration = "retired", iteration
+            self._dirty[old.uid] = old
+            cand.status = "active"
+            self.active[slot] = cand
+        else:
+            cand.status = "rejected"
+        self._dirty[cand.uid] = cand
+        return Decision(slot, accepted, cand)
+
+    def request(self, slot: int, acc: float, critic: dict, iteration: int,
+                rng: np.random.Generator) -> TaskRecord | None:
+        """Ask the environment model for a variant if acc triggers; the first valid one is pending."""
+        direction = rewards.adaptation_direction(acc, self.low, self.high)
+        if direction is None or self.override is not None or slot in self.pending:
+            return None
+        current = self.active[slot]
+        for _ in range(self.tries):
+            variant = self.family.mutate(current.task, direction, critic, rng)
+            if self.family.validate(variant) is None:
+                rec = self._new_record(slot, current.version + 1, variant, "pending", iteration,
+                                       direction=direction, prev_acc=float(acc), critic=critic)
+                self.pending[slot] = rec
+                return rec
+        return None
+
+    # -- manual override -----------------------------------------------------------------------
+    def set_override(self, d: float | None, iteration: int, rng: np.random.Generator) -> None:
+        """A number: every slot gets a fresh task at d and pending candidates are dropped;
+        None: automatic adaptation resumes from the pool as it is."""
+        self.override = d
+        if d is None:
+            return
+        for cand in self.pending.values():
+            cand.status, cand.decided_iteration = "dropped", iteration
+            self._dirty[cand.uid] = cand
+        self.pending.clear()
+        for slot, old in enumerate(self.active):
+            old.status, old.decided_iteration = "retired", iteration
+            self._dirty[old.uid] = old
+            self.active[slot] = self._new_record(slot, old.version + 1, self.family.sample(d, rng),
+                                                 "active", iteration)
+
+    # -- views ---------------------------------------------------------------------------------
+    def difficulties(self) -> np.ndarray:
+        return np.array([r.difficulty for r in self.active])
+
+    def take_dirty_rows(self) -> list[dict]:
+        rows = [r.row() for r in self._dirty.values()]
+        self._dirty.clear()
+        return rows
+
+    def live_rows(self) -> list[dict]:
+        return [r.row() for r in self.active] + [r.row() for r in self.pending.values()]
+
+    def state_dict(self) -> str:
+        return json.dumps({"active": [r.to_state() for r in self.active],
+                           "pending": [r.to_state() for r in self.pending.values()],
+                           "override": self.override, "next_uid": self._next_uid})
+
+    def load_state_dict(self, state: str) -> None:
+        s = json.loads(state)
+        name = self.family.name
+        self.active = [TaskRecord.from_state(name, d) for d in s["active"]]
+        self.pending = {r.slot: r for r in (TaskRecord.from_state(name, d) for d in s["pending"])}
+        self.override, self._next_uid = s["override"], s["next_uid"]
+        self._dirty.clear()

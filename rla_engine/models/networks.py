@@ -1,0 +1,55 @@
+"""Embedded policy and judge networks (DESIGN §3): small MLPs, batched over every step."""
+from __future__ import annotations
+
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+
+def _mlp(inp: int, hidden: int, out: int) -> nn.Sequential:
+    return nn.Sequential(nn.Linear(inp, hidden), nn.Tanh(), nn.Linear(hidden, hidden), nn.Tanh(),
+                         nn.Linear(hidden, out))
+
+
+class PolicyNet(nn.Module):
+    """Observation -> action logits. Sampling and log-probs use logits / temperature."""
+
+    def __init__(self, obs_dim: int, n_actions: int, hidden: int = 128):
+        super().__init__()
+        self.net = _mlp(obs_dim, hidden, n_actions)
+
+    def forward(self, obs: torch.Tensor) -> torch.Tensor:
+        return self.net(obs)
+
+    def log_prob(self, obs: torch.Tensor, actions: torch.Tensor, temperature: float = 1.0) -> torch.Tensor:
+        logp = F.log_softmax(self.net(obs) / temperature, dim=-1)
+        return logp.gather(-1, actions.long().unsqueeze(-1)).squeeze(-1)
+
+
+def judge_input(obs: torch.Tensor, next_obs: torch.Tensor, actions: torch.Tensor, n_actions: int) -> torch.Tensor:
+    """Exactly what the policy saw before and after the step, and the action — nothing privileged."""
+    return torch.cat([obs, next_obs, F.one_hot(actions.long(), n_actions).to(obs.dtype)], dim=-1)
+
+
+class JudgeNet(nn.Module):
+    """A generative step judge: a Bernoulli over the verdict {+1, −1}, sampled m times per step."""
+
+    def __init__(self, obs_dim: int, n_actions: int, hidden: int = 128):
+        super().__init__()
+        self.n_actions = n_actions
+        self.in_dim = 2 * obs_dim + n_actions
+        self.net = _mlp(self.in_dim, hidden, 1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """Logit of verdict +1 for judge inputs x [..., in_dim]."""
+        return self.net(x).squeeze(-1)
+
+    def sample(self, x: torch.Tensor, m: int, temperature: float, generator: torch.Generator) -> torch.Tensor:
+        """m verdicts per row in {+1, −1} (int8), shape [rows, m]."""
+        p = torch.sigmoid(self.forward(x) / temperature)
+        u = torch.rand((x.shape[0], m), generator=generator, device=x.device)
+        return torch.where(u < p.unsqueeze(-1), 1, -1).to(torch.int8)
+
+    def log_prob(self, x: torch.Tensor, verdicts: torch.Tensor, temperature: float = 1.0) -> torch.Tensor:
+        """log P(verdict) under the sampling temperature; x [rows, in_dim], verdicts [rows] in {+1, −1}."""
+        return F.logsigmoid(verdicts.to(x.dtype) * self.forward(x) / temperature)

@@ -1,0 +1,384 @@
+"""The one module that touches SQLite (through sqlite-utils): schema, migrations, reads, writes.
+
+The database file is both the bus between engine and console and the run history
+(DESIGN §1, §4). The engine is the only writer of a run's rows; readers write only commands,
+notes/tags/archive and the `crashed` mark. An iteration exists iff its `iterations` row
+exists: its metrics, events, task rows and that row are committed in one transaction.
+"""
+from __future__ import annotations
+
+import json
+import math
+import numbers
+import os
+import secrets
+import socket
+import sqlite3
+import time
+from pathlib import Path
+from typing import Any, Iterable
+
+import sqlite_utils
+
+LIVE = ("running", "paused")
+FINAL = ("completed", "stopped", "failed", "crashed")
+BUSY_TIMEOUT_MS = 10_000
+
+
+class StoreError(RuntimeError):
+    """A database that cannot be used; the message says which file and why."""
+
+
+def new_run_id() -> str:
+    """Sortable by start time, unique enough for one user's history: `20261130-142501-3fa2`."""
+    return time.strftime("%Y%m%d-%H%M%S") + "-" + secrets.token_hex(2)
+
+
+def _now() -> float:
+    return time.time()
+
+
+def _m001_schema(db: sqlite_utils.Database) -> None:
+    db["runs"].create({
+        "id": str, "name": str, "status": str, "preset": str, "config_json": str, "group_id": str,
+        "created_at": float, "started_at": float, "ended_at": float, "heartbeat_at": float,
+        "pid": int, "host": str, "iteration": int, "device": str, "error": str, "notes": str,
+        "tags": str, "archived": int,
+    }, pk="id", defaults={"notes": "", "tags": "", "archived": 0, "iteration": 0})
+    db["iterations"].create({"run_id": str, "iteration": int, "t": float, "env_steps": int,
+                             "wall_s": float}, pk=("run_id", "iteration"))
+    db["metrics"].create({"run_id": str, "iteration": int, "key": str, "value": float, "t": float},
+                         pk=("run_id", "iteration", "key"))
+    db["metrics"].create_index(["run_id", "key", "iteration"])
+    db["events"].create({"id": int, "run_id": str, "iteration": int, "t": float, "kind": str,
+                         "payload_json": str}, pk="id")
+    db["events"].create_index(["run_id", "id"])
+    db["commands"].create({"id": int, "run_id": str, "kind": str, "payload_json": str,
+                           "created_at": float, "applied_at": float, "result": str}, pk="id")
+    db["commands"].create_index(["run_id", "applied_at"])
+    # `uid` names one task row for its whole life (pending -> active -> retired); DESIGN's
+    # columns plus this key, since (slot, version) repeats across rejected candidates.
+    db["tasks"].create({
+        "run_id": str, "uid": int, "slot": int, "version": int, "family": str, "params_json": str,
+        "difficulty": float, "status": str, "last_acc": float, "direction": str, "prev_acc": float,
+        "new_acc": float, "critic_json": str, "created_iteration": int, "decided_iteration": int,
+    }, pk=("run_id", "uid"))
+    db["tasks"].create_index(["run_id", "slot", "version"])
+
+
+MIGRATIONS: list[tuple[str, Any]] = [("001_schema", _m001_schema)]
+
+TASK_COLUMNS = ("run_id", "uid", "slot", "version", "family", "params_json", "difficulty", "status",
+                "last_acc", "direction", "prev_acc", "new_acc", "critic_json", "created_iteration",
+                "decided_iteration")
+
+
+def _finite(x: Any) -> bool:
+    return isinstance(x, numbers.Real) and not isinstance(x, bool) and math.isfinite(x)
+
+
+def pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    # A zombie (exited, not yet reaped by its parent) is dead for our purposes.
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return True
+
+
+class Store:
+    def __init__(self, path: str | Path, create: bool = True):
+        self.path = Path(path).expanduser()
+        self.db = self._connect(create)
+
+    # -- opening -------------------------------------------------------------------------
+    def _connect(self, create: bool) -> sqlite_utils.Database:
+        p = self.path
+        if p.is_dir():
+            raise StoreError(f"database path {p} is a directory, not a file")
+        if not p.exists():
+            if not create:
+                raise StoreError(f"database {p} does not exist")
+            try:
+                p.parent.mkdir(parents=True, exist_ok=True)
+            except OSError as e:
+                raise StoreError(f"cannot create the folder of database {p}: {e.strerror}") from None
+            if not os.access(p.parent, os.W_OK):
+                raise StoreError(f"cannot write database {p}: folder {p.parent} is not writable")
+        elif not os.access(p, os.R_OK):
+            raise StoreError(f"cannot read database {p}: permission denied")
+        try:
+            conn = sqlite3.connect(str(p), timeout=BUSY_TIMEOUT_MS / 1000, check_same_thread=False)
+            conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+            tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+        except sqlite3.DatabaseError as e:
+            raise StoreError(f"database {p} is not a usable SQLite file ({e})") from None
+        if tables and "_migrations" not in tables:
+            conn.close()
+            raise StoreError(f"database {p} is a SQLite file but not an RLAnything database "
+                             f"(tables: {', '.join(sorted(tables)[:5])})")
+        db = sqlite_utils.Database(conn)
+        try:
+            self._migrate(db)
+            if db.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
+                db.enable_wal()
+            db.execute("PRAGMA synchronous = NORMAL")
+        except sqlite3.OperationalError as e:
+            conn.close()
+            raise StoreError(f"cannot use database {p}: {e}") from None
+        except StoreError:
+            conn.close()
+            raise
+        return db
+
+    @staticmethod
+    def _migrate(db: sqlite_utils.Database) -> None:
+        """Apply missing migrations, each in its own IMMEDIATE transaction: DDL is not
+        transactional under sqlite3's default mode, and a second process opening the same new
+        file waits for the first instead of racing it."""
+        conn = db.conn
+        conn.execute("CREATE TABLE IF NOT EXISTS _migrations (name TEXT PRIMARY KEY, applied_at FLOAT)")
+        conn.commit()
+        done = {r[0] for r in conn.execute("SELECT name FROM _migrations")}
+        for name, apply in MIGRATIONS:
+            if name in done:
+                continue
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                if conn.execute("SELECT 1 FROM _migrations WHERE name = ?", [name]).fetchone() is None:
+                    apply(db)
+                    conn.execute("INSERT INTO _migrations (name, applied_at) VALUES (?, ?)", [name, _now()])
+                conn.execute("COMMIT")
+            except Exception as e:
+                conn.execute("ROLLBACK")
+                raise StoreError(f"migration {name} failed: {e}") from e
+
+    def close(self) -> None:
+        self.db.conn.close()
+
+    # -- runs ----------------------------------------------------------------------------
+    def create_run(self, run_id: str, *, name: str, preset: str | None, config: dict, device: str,
+                   group_id: str | None = None) -> None:
+        t = _now()
+        with self.db.conn:
+            self.db["runs"].insert({
+                "id": run_id, "name": name, "status": "running", "preset": preset or "",
+                "config_json": json.dumps(config), "group_id": group_id, "created_at": t,
+                "started_at": t, "heartbeat_at": t, "pid": os.getpid(), "host": socket.gethostname(),
+                "iteration": 0, "device": device, "error": None, "notes": "", "tags": "", "archived": 0,
+            })
+
+    def run_exists(self, run_id: str) -> bool:
+        return self.get_run(run_id) is not None
+
+    def get_run(self, run_id: str) -> dict | None:
+        rows = list(self.db.query("SELECT * FROM runs WHERE id = ?", [run_id]))
+        return rows[0] if rows else None
+
+    def list_runs(self, include_archived: bool = False) -> list[dict]:
+        where = "" if include_archived else "WHERE archived = 0"
+        return list(self.db.query(f"SELECT * FROM runs {where} ORDER BY created_at DESC"))
+
+    def run_config(self, run_id: str) -> dict:
+        return json.loads(self.get_run(run_id)["config_json"])
+
+    def _update_run(self, run_id: str, **fields: Any) -> None:
+        with self.db.conn:
+            self.db["runs"].update(run_id, fields)
+
+    def claim_run(self, run_id: str, device: str) -> None:
+        """The engine process (re)takes a run: it records its pid and host, and goes live."""
+        self._update_run(run_id, status="running", pid=os.getpid(), host=socket.gethostname(),
+                         heartbeat_at=_now(), ended_at=None, error=None, device=device)
+
+    def set_status(self, run_id: str, status: str, error: str | None = None) -> None:
+        fields: dict[str, Any] = {"status": status, "heartbeat_at": _now()}
+        if status in FINAL:
+            fields["ended_at"] = _now()
+        if error is not None:
+            fields["error"] = error
+        self._update_run(run_id, **fields)
+
+    def heartbeat(self, run_id: str) -> None:
+        self._update_run(run_id, heartbeat_at=_now())
+
+    def set_notes(self, run_id: str, notes: str) -> None:
+        self._update_run(run_id, notes=notes)
+
+    def set_tags(self, run_id: str, tags: Iterable[str]) -> None:
+        self._update_run(run_id, tags=",".join(t.strip() for t in tags if t.strip()))
+
+    def set_archived(self, run_id: str, archived: bool = True) -> None:
+        self._update_run(run_id, archived=int(archived))
+
+    def delete_run(self, run_id: str) -> None:
+        with self.db.conn:
+            for table in ("metrics", "iterations", "events", "commands", "tasks"):
+                self.db.execute(f"DELETE FROM {table} WHERE run_id = ?", [run_id])
+            self.db.execute("DELETE FROM runs WHERE id = ?", [run_id])
+
+    # -- iterations ----------------------------------------------------------------------
+    def commit_iteration(self, run_id: str, iteration: int, *, env_steps: int, wall_s: float,
+                         metrics: dict[str, float], events: list[tuple[str, dict]],
+                         tasks: list[dict]) -> None:
+        """Everything of one iteration, atomically; the `iterations` row is written last."""
+        t = _now()
+        bad = [k for k, v in metrics.items() if not _finite(v)]
+        if bad:
+            raise ValueError(f"refusing to store non-finite metrics: {', '.join(bad)}")
+        conn = self.db.conn
+        with conn:
+            conn.executemany("INSERT OR REPLACE INTO metrics (run_id, iteration, key, value, t) "
+                             "VALUES (?, ?, ?, ?, ?)",
+                             [(run_id, iteration, k, float(v), t) for k, v in metrics.items()])
+            conn.executemany("INSERT INTO events (run_id, iteration, t, kind, payload_json) "
+                             "VALUES (?, ?, ?, ?, ?)",
+                             [(run_id, iteration, t, kind, json.dumps(p)) for kind, p in events])
+            self._upsert_tasks(conn, run_id, tasks)
+            conn.execute("UPDATE runs SET iteration = ?, heartbeat_at = ? WHERE id = ?",
+                         [iteration, t, run_id])
+            conn.execute("INSERT OR REPLACE INTO iterations (run_id, iteration, t, env_steps, wall_s) "
+                         "VALUES (?, ?, ?, ?, ?)", [run_id, iteration, t, int(env_steps), float(wall_s)])
+
+    @staticmethod
+    def _upsert_tasks(conn: sqlite3.Connection, run_id: str, tasks: list[dict]) -> None:
+        cols = ", ".join(TASK_COLUMNS)
+        marks = ", ".join("?" for _ in TASK_COLUMNS)
+        conn.executemany(f"INSERT OR REPLACE INTO tasks ({cols}) VALUES ({marks})",
+                         [tuple(run_id if c == "run_id" else row.get(c) for c in TASK_COLUMNS)
+                          for row in tasks])
+
+    def write_tasks(self, run_id: str, tasks: list[dict]) -> None:
+        with self.db.conn as conn:
+            self._upsert_tasks(conn, run_id, tasks)
+
+    def last_iteration(self, run_id: str) -> int:
+        row = self.db.execute("SELECT max(iteration) FROM iterations WHERE run_id = ?", [run_id]).fetchone()
+        return int(row[0] or 0)
+
+    def rewind(self, run_id: str, iteration: int) -> int:
+        """Delete what came after `iteration` (the checkpoint a resume starts from); return rows gone."""
+        gone = 0
+        with self.db.conn as conn:
+            for table, col in (("metrics", "iteration"), ("iterations", "iteration"),
+                               ("events", "iteration"), ("tasks", "created_iteration")):
+                gone += conn.execute(f"DELETE FROM {table} WHERE run_id = ? AND {col} > ?",
+                                     [run_id, iteration]).rowcount
+            conn.execute("UPDATE runs SET iteration = ? WHERE id = ?", [iteration, run_id])
+            conn.execute("INSERT INTO events (run_id, iteration, t, kind, payload_json) VALUES (?, ?, ?, ?, ?)",
+                         [run_id, iteration, _now(), "rewound", json.dumps({"to": iteration, "rows": gone})])
+        return gone
+
+    def add_event(self, run_id: str, iteration: int, kind: str, payload: dict | None = None) -> int:
+        with self.db.conn as conn:
+            cur = conn.execute("INSERT INTO events (run_id, iteration, t, kind, payload_json) VALUES (?, ?, ?, ?, ?)",
+                               [run_id, iteration, _now(), kind, json.dumps(payload or {})])
+            return int(cur.lastrowid)
+
+    # -- reads ---------------------------------------------------------------------------
+    def iterations(self, run_id: str) -> list[dict]:
+        return list(self.db.query("SELECT * FROM iterations WHERE run_id = ? ORDER BY iteration", [run_id]))
+
+    def metrics(self, run_id: str, after_iteration: int = 0, keys: Iterable[str] | None = None) -> list[dict]:
+        sql = "SELECT iteration, key, value, t FROM metrics WHERE run_id = ? AND iteration > ?"
+        args: list[Any] = [run_id, after_iteration]
+        if keys is not None:
+            keys = list(keys)
+            sql += f" AND key IN ({', '.join('?' for _ in keys)})"
+            args += keys
+        return list(self.db.query(sql + " ORDER BY iteration, key", args))
+
+    def metrics_by_iteration(self, run_id: str) -> dict[int, dict[str, float]]:
+        out: dict[int, dict[str, float]] = {}
+        for row in self.metrics(run_id):
+            out.setdefault(row["iteration"], {})[row["key"]] = row["value"]
+        return out
+
+    def series(self, run_id: str, key: str) -> tuple[list[int], list[float]]:
+        rows = self.db.execute("SELECT iteration, value FROM metrics WHERE run_id = ? AND key = ? "
+                               "ORDER BY iteration", [run_id, key]).fetchall()
+        return [r[0] for r in rows], [r[1] for r in rows]
+
+    def latest_metrics(self, run_id: str) -> dict[str, float]:
+        """The last stored value of every key (keys like eval/* are not stored every iteration)."""
+        rows = self.db.execute(
+            "SELECT key, value FROM metrics m WHERE run_id = ? AND iteration = "
+            "(SELECT max(iteration) FROM metrics WHERE run_id = m.run_id AND key = m.key)", [run_id]).fetchall()
+        return {k: v for k, v in rows}
+
+    def events(self, run_id: str, after_id: int = 0, kinds: Iterable[str] | None = None) -> list[dict]:
+        sql = "SELECT * FROM events WHERE run_id = ? AND id > ?"
+        args: list[Any] = [run_id, after_id]
+        if kinds is not None:
+            kinds = list(kinds)
+            sql += f" AND kind IN ({', '.join('?' for _ in kinds)})"
+            args += kinds
+        rows = list(self.db.query(sql + " ORDER BY id", args))
+        for r in rows:
+            r["payload"] = json.loads(r.pop("payload_json") or "{}")
+        return rows
+
+    def tasks(self, run_id: str, statuses: Iterable[str] | None = None) -> list[dict]:
+        sql, args = "SELECT * FROM tasks WHERE run_id = ?", [run_id]
+        if statuses is not None:
+            statuses = list(statuses)
+            sql += f" AND status IN ({', '.join('?' for _ in statuses)})"
+            args += statuses
+        return list(self.db.query(sql + " ORDER BY slot, version, uid", args))
+
+    # -- commands ------------------------------------------------------------------------
+    def add_command(self, run_id: str, kind: str, payload: dict | None = None) -> int:
+        with self.db.conn as conn:
+            cur = conn.execute("INSERT INTO commands (run_id, kind, payload_json, created_at) VALUES (?, ?, ?, ?)",
+                               [run_id, kind, json.dumps(payload if payload is not None else {}), _now()])
+            return int(cur.lastrowid)
+
+    def pending_commands(self, run_id: str) -> list[dict]:
+        rows = list(self.db.query("SELECT * FROM commands WHERE run_id = ? AND applied_at IS NULL ORDER BY id",
+                                  [run_id]))
+        for r in rows:
+            try:
+                r["payload"] = json.loads(r["payload_json"] or "{}")
+            except json.JSONDecodeError:
+                r["payload"] = None   # the engine rejects it with a reason
+        return rows
+
+    def finish_command(self, command_id: int, result: str) -> None:
+        with self.db.conn as conn:
+            conn.execute("UPDATE commands SET applied_at = ?, result = ? WHERE id = ?", [_now(), result, command_id])
+
+    def command(self, command_id: int) -> dict | None:
+        rows = list(self.db.query("SELECT * FROM commands WHERE id = ?", [command_id]))
+        return rows[0] if rows else None
+
+    # -- liveness ------------------------------------------------------------------------
+    def refresh_liveness(self, stale_after_s: float | None = None) -> list[str]:
+        """Mark live runs whose engine is gone as crashed; return their ids.
+
+        On this host a pid settles it; elsewhere only the heartbeat can (DESIGN §1)."""
+        host, now, crashed = socket.gethostname(), _now(), []
+        for run in self.db.query("SELECT id, pid, host, heartbeat_at, config_json FROM runs "
+                                 "WHERE status IN ('running', 'paused')"):
+            if run["host"] == host and run["pid"]:
+                dead = not pid_alive(run["pid"])
+            else:
+                limit = stale_after_s or json.loads(run["config_json"]).get("run", {}).get("stale_after_s", 15.0)
+                dead = now - (run["heartbeat_at"] or 0) > limit
+            if dead:
+                crashed.append(run["id"])
+        for run_id in crashed:
+            with self.db.conn as conn:
+                conn.execute("UPDATE runs SET status = 'crashed', ended_at = ?, "
+                             "error = coalesce(error, 'engine process is gone') "
+                             "WHERE id = ? AND status IN ('running', 'paused')", [now, run_id])
+        return crashed
+
+
+def open_store(path: str | Path, create: bool = True) -> Store:
+    return Store(path, create=create)

@@ -1,0 +1,1 @@
+"""The RLAnything desktop console (PySide6 + qasync + pyqtgraph). Never imports torch."""

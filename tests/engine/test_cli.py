@@ -1,0 +1,90 @@
+"""The `rla` command as a user runs it: real subprocesses, a real SQLite file."""
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from rla_engine import metrics as K
+from rla_engine.store import open_store
+
+TINY = ["--set", "task.pool_size=8", "--set", "rollout.tasks_per_iter=4", "--set", "rollout.rollouts_per_task=4",
+        "--set", "eval.tasks_per_tier=4", "--set", "eval.every=2"]
+
+
+def rla(*args, db=None, timeout=120):
+    cmd = [sys.executable, "-m", "rla_engine.cli", *args] + (["--db", str(db)] if db else [])
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
+
+
+@pytest.mark.parametrize("args, field", [
+    (["--set", "policy.nope=1"], "policy.nope"),
+    (["--set", "policy.lam=fast"], "policy.lam"),
+    (["--set", "policy.lam=-0.5"], "policy.lam"),
+    (["--set", "judge.m=0"], "judge.m"),
+    (["--set", "rollout.tasks_per_iter=0"], "rollout.tasks_per_iter"),
+    (["--set", "judge.band_low=0.8", "--set", "judge.band_high=0.8"], "judge.band_low"),
+    (["--set", "task.family=chess"], "task.family"),
+    (["--preset", "nope"], "preset"),
+    (["--iterations", "0"], "run.iterations"),
+    (["--set", "wrong"], "wrong"),
+])
+def test_invalid_config_exits_2_names_the_field_and_writes_nothing(tmp_path, args, field):
+    db = tmp_path / "h.db"
+    res = rla("run", *args, db=db)
+    assert res.returncode == 2, res.stderr
+    lines = res.stderr.strip().splitlines()
+    assert len(lines) == 1 and field in lines[0] and "Traceback" not in res.stderr
+    assert not db.exists()
+
+
+def test_invalid_config_leaves_an_existing_database_untouched(tmp_path):
+    db = tmp_path / "h.db"
+    assert rla("run", *TINY, "--iterations", "1", db=db).returncode == 0
+    before = db.read_bytes()
+    res = rla("run", "--set", "judge.m=0", db=db)
+    assert res.returncode == 2 and "judge.m" in res.stderr
+    assert db.read_bytes() == before
+
+
+def test_corrupt_or_unwritable_database_exits_2_and_changes_nothing(tmp_path):
+    bad = tmp_path / "bad.db"
+    bad.write_bytes(b"this is not sqlite" * 100)
+    before = bad.read_bytes()
+    res = rla("run", *TINY, "--iterations", "1", db=bad)
+    assert res.returncode == 2 and str(bad) in res.stderr and "Traceback" not in res.stderr
+    assert bad.read_bytes() == before
+    blocker = tmp_path / "a-file"
+    blocker.write_text("x")
+    res = rla("run", *TINY, "--iterations", "1", db=blocker / "sub" / "h.db")
+    assert res.returncode == 2 and "Traceback" not in res.stderr
+
+
+def test_run_then_runs_show_presets(tmp_path):
+    db = tmp_path / "h.db"
+    res = rla("run", *TINY, "--iterations", "3", "--name", "cli test", db=db)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.count("it ") >= 3 and "μ" in res.stdout and "it/s" in res.stdout
+    runs = json.loads(rla("runs", "--json", db=db).stdout)
+    assert len(runs) == 1 and runs[0]["status"] == "completed" and runs[0]["iteration"] == 3
+    assert runs[0]["name"] == "cli test" and runs[0][K.SUCCESS] is not None
+    shown = json.loads(rla("show", runs[0]["id"], "--json", db=db).stdout)
+    assert shown["config"]["rollout"]["tasks_per_iter"] == 4
+    assert K.EVAL_SUCCESS in shown["latest"]
+    assert len([t for t in shown["pool"] if t["status"] == "active"]) == 8
+    text = rla("show", runs[0]["id"], db=db).stdout
+    assert "completed" in text and "pool: 8 slots" in text
+    names = rla("presets").stdout
+    assert all(p in names for p in ("quickstart", "gridworld", "arithmetic"))
+    store = open_store(db)
+    assert [r["iteration"] for r in store.iterations(runs[0]["id"])] == [0, 1, 2, 3]
+
+
+def test_show_and_resume_of_an_unknown_run_exit_2(tmp_path):
+    db = tmp_path / "h.db"
+    assert rla("run", *TINY, "--iterations", "1", db=db).returncode == 0
+    for args in (["show", "nope"], ["resume", "nope"]):
+        res = rla(*args, db=db)
+        assert res.returncode == 2 and "nope" in res.stderr

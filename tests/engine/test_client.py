@@ -1,0 +1,79 @@
+"""EngineClient against a real `rla run` subprocess: start, watch, steer, wait."""
+import asyncio
+
+from rla_engine import config as C
+from rla_engine import metrics as K
+from rla_engine.client import EngineClient, EngineError
+from rla_engine.paths import log_path
+
+TINY_SETS = ["task.pool_size=8", "rollout.tasks_per_iter=4", "rollout.rollouts_per_task=4",
+             "eval.tasks_per_tier=4", "eval.every=2", "policy.hidden=32", "judge.hidden=32"]
+
+
+async def until(predicate, timeout=60.0):
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while loop.time() < deadline:
+        value = await predicate()
+        if value:
+            return value
+        await asyncio.sleep(0.05)
+    raise AssertionError("timed out")
+
+
+def test_start_watch_pause_override_resume_stop(tmp_path):
+    async def scenario():
+        client = EngineClient(tmp_path / "h.db")
+        cfg = C.build(sets=TINY_SETS + ["run.iterations=2000"])
+        run_id = await client.start(cfg, preset="quickstart", name="client test")
+        keys, kinds = set(), []
+
+        async def consume():
+            async for update in client.watch(run_id):
+                keys.update(m["key"] for m in update.metrics)
+                kinds.extend(e["kind"] for e in update.events)
+        watcher = asyncio.create_task(consume())
+        await until(lambda: asyncio.sleep(0, K.MU in keys))
+
+        cmd = await client.pause(run_id)
+        assert await client.command_result(cmd) == "applied"
+        assert (await client.run(run_id))["status"] == "paused"
+        cmd = await client.set_difficulty(run_id, 0.6)
+        assert (await client.command_result(cmd)).startswith("applied")
+        cmd = await client.resume(run_id)
+        assert await client.command_result(cmd) == "applied"
+        await until(lambda: asyncio.sleep(0, kinds.count("episode") >= 3))
+        await client.stop(run_id)
+        assert await client.wait(run_id) == "stopped"
+        await asyncio.wait_for(watcher, 30)
+        run = await client.run(run_id)
+        await client.close()
+        return run, keys, kinds
+
+    run, keys, kinds = asyncio.run(scenario())
+    assert run["name"] == "client test" and run["preset"] == "quickstart"
+    assert {K.SUCCESS, K.MU, K.DIFFICULTY_MEAN, K.OUTCOME_AGREEMENT} <= keys
+    for kind in ("started", "pause", "set_difficulty", "resume", "stop", "stopped"):
+        assert kind in kinds
+    assert kinds.index("pause") < kinds.index("set_difficulty") < kinds.index("resume") < kinds.index("stopped")
+    assert log_path(tmp_path / "h.db", run["id"]).read_text().count("it ") > 0
+
+
+def test_a_failing_engine_is_reported_with_the_tail_of_its_log(tmp_path):
+    async def scenario():
+        client = EngineClient(tmp_path / "h.db")
+        try:
+            # valid config, but this machine has no CUDA device: the engine exits 2 at start
+            await client.start(C.build(sets=TINY_SETS + ["run.device=cuda"]))
+        except EngineError as e:
+            return str(e)
+        finally:
+            await client.close()
+        return "started"
+
+    import torch
+    if torch.cuda.is_available():
+        import pytest
+        pytest.skip("needs a machine without CUDA")
+    message = asyncio.run(scenario())
+    assert "exited with code 2" in message and "run.device" in message and "CUDA" in message

@@ -1,0 +1,327 @@
+"""Contract tests of every registered task family (DESIGN §3), then family specifics.
+
+The generic tests only go through `family_names()` / `load_family()`, so a new family is
+checked without touching this file.
+"""
+import json
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from rla_engine.tasks import family_names, load_family
+from rla_engine.tasks.base import HELD_OUT_SEEDS, TRAIN_SEEDS, Task
+
+FAMILIES = family_names()
+TIERS = [0.1, 0.3, 0.5, 0.7, 0.9]
+EPS = 0.35          # exploration of the scripted policy; one value for every family
+
+
+def _tasks(family, ds, seed=0, held_out=False):
+    rng = np.random.default_rng(seed)
+    return [family.sample(float(d), rng, held_out=held_out) for d in ds]
+
+
+def _fingerprint(family, task):
+    desc = dict(family.describe(task))
+    desc.pop("difficulty", None)
+    return json.dumps(desc, sort_keys=True)
+
+
+def _play(family, env, policy):
+    """Step max_steps times; per step (active before the step, obs after it, oracle, info)."""
+    log = []
+    for _ in range(env.max_steps):
+        active = env.active.clone()
+        obs, oracle, info = env.step(policy(env))
+        log.append((active, obs, oracle, info))
+    return log
+
+
+def _random_policy(family, seed=0):
+    gen = torch.Generator().manual_seed(seed)
+    return lambda env: torch.randint(0, family.n_actions, (env.n,), generator=gen)
+
+
+def _noisy_greedy(family, eps, seed=0):
+    gen = torch.Generator().manual_seed(seed)
+
+    def act(env):
+        rand = torch.randint(0, family.n_actions, (env.n,), generator=gen)
+        explore = torch.rand(env.n, generator=gen) < eps
+        return torch.where(explore, rand, env.oracle_action())
+    return act
+
+
+def _critic_from_play(family, task, seed):
+    """A critic dict built from real info rows of a random rollout of the task."""
+    env = family.make_env([task], 1)
+    env.reset()
+    log = _play(family, env, _random_policy(family, seed))
+    return family.critic(task, [(i, info[0].tolist()) for i, (active, _, _, info) in enumerate(log) if active[0]])
+
+
+@pytest.mark.parametrize("name", FAMILIES)
+def test_family_runs_to_completion(name):
+    fam = load_family(name)
+    assert len(fam.info_names) == fam.info_dim and fam.n_actions >= 2 and fam.obs_dim > 0
+    tasks = _tasks(fam, [0.0, 0.3, 0.6, 1.0])
+    env = fam.make_env(tasks, 3)
+    assert env.n == 12
+    obs = env.reset()
+    assert obs.shape == (12, fam.obs_dim) and obs.dtype == torch.float32 and torch.isfinite(obs).all()
+    assert env.active.dtype == torch.bool and env.active.all()
+    steps = torch.zeros(env.n, dtype=torch.long)
+    for active, obs, oracle, info in _play(fam, env, _random_policy(fam)):
+        assert obs.shape == (12, fam.obs_dim) and obs.dtype == torch.float32 and torch.isfinite(obs).all()
+        assert oracle.shape == (12,) and oracle.dtype == torch.int8
+        assert set(oracle.tolist()) <= {1, -1}
+        assert info.shape == (12, fam.info_dim) and info.dtype == torch.int32
+        # finished episodes ignore the action: label +1, zero info
+        assert (oracle[~active] == 1).all() and (info[~active] == 0).all()
+        steps += active
+    assert not env.active.any(), "an episode outlived max_steps"
+    assert env.success.dtype == torch.bool and env.success.shape == (12,)
+    assert (steps >= 1).all() and (steps <= env.max_steps).all()
+
+
+@pytest.mark.parametrize("name", FAMILIES)
+def test_deterministic(name):
+    fam = load_family(name)
+    a, b = _tasks(fam, np.linspace(0, 1, 8), seed=7), _tasks(fam, np.linspace(0, 1, 8), seed=7)
+    assert [(t.params, t.seed) for t in a] == [(t.params, t.seed) for t in b]
+    # the instance comes from (params, seed) alone, not from a cache
+    rebuilt = [Task.from_json(name, json.loads(json.dumps(t.to_json()))) for t in a]
+    assert [fam.describe(t) for t in a] == [fam.describe(t) for t in rebuilt]
+    logs = []
+    for tasks in (a, rebuilt):
+        env = fam.make_env(tasks, 2)
+        first = env.reset()
+        logs.append([first] + [x for _, obs, oracle, info in _play(fam, env, _random_policy(fam, 3))
+                               for x in (obs, oracle, info)] + [env.success])
+    assert all(torch.equal(x, y) for x, y in zip(*logs))
+
+
+@pytest.mark.parametrize("name", FAMILIES)
+def test_sample_hits_difficulty(name):
+    fam = load_family(name)
+    rng = np.random.default_rng(1)
+    for d in np.linspace(0, 1, 41):
+        for _ in range(5):
+            task = fam.sample(float(d), rng)
+            got = fam.difficulty(task.params)
+            assert 0.0 <= got <= 1.0
+            assert abs(got - d) <= 0.05, (d, task.params)
+            assert fam.validate(task) is None
+            assert TRAIN_SEEDS[0] <= task.seed < TRAIN_SEEDS[1]
+
+
+@pytest.mark.parametrize("name", FAMILIES)
+def test_mutate_bounded_valid_fresh(name):
+    fam = load_family(name)
+    rng = np.random.default_rng(2)      # the stream that drew the tasks: mutate must still not reuse a seed
+    moved = 0
+    for i, task in enumerate(_tasks(fam, np.linspace(0, 1, 30), seed=2)):
+        critic = _critic_from_play(fam, task, i)
+        d0 = fam.difficulty(task.params)
+        for direction, sign in (("harder", 1), ("easier", -1)):
+            variant = fam.mutate(task, direction, critic, rng)
+            assert variant.family == name and fam.validate(variant) is None
+            assert variant.seed != task.seed and TRAIN_SEEDS[0] <= variant.seed < TRAIN_SEEDS[1]
+            delta = fam.difficulty(variant.params) - d0
+            assert sign * delta >= -1e-9 and abs(delta) <= 0.15 + 1e-9, (task.params, direction, variant.params)
+            if 1e-9 < d0 < 1 - 1e-9:       # room both ways: it must really move
+                assert sign * delta > 1e-9, (task.params, direction, critic)
+                moved += 1
+    assert moved > 40
+
+
+@pytest.mark.parametrize("name", FAMILIES)
+def test_validate_rejects_malformed(name):
+    fam = load_family(name)
+    good = _tasks(fam, [0.5])[0]
+    assert fam.validate(good) is None
+    for bad in (Task(name, {}, good.seed),
+                Task(name, {**good.params, "bogus": 1}, good.seed),
+                Task(name, dict(good.params), -1),
+                Task(name, dict(good.params), HELD_OUT_SEEDS[1])):
+        reason = fam.validate(bad)
+        assert isinstance(reason, str) and reason
+
+
+@pytest.mark.parametrize("name", FAMILIES)
+def test_held_out_never_overlaps_training(name):
+    fam = load_family(name)
+    ds = np.random.default_rng(3).random(2000)
+    train, held = _tasks(fam, ds, seed=4), _tasks(fam, ds, seed=5, held_out=True)
+    assert all(HELD_OUT_SEEDS[0] <= t.seed < HELD_OUT_SEEDS[1] for t in held)
+    assert not {t.seed for t in train} & {t.seed for t in held}
+    assert not {_fingerprint(fam, t) for t in train} & {_fingerprint(fam, t) for t in held}
+
+
+@pytest.mark.parametrize("name", FAMILIES)
+def test_scripted_success_falls_with_difficulty(name):
+    fam = load_family(name)
+    rates = []
+    for d in TIERS:
+        env = fam.make_env(_tasks(fam, [d] * 200, seed=int(d * 100)), 4)
+        env.reset()
+        _play(fam, env, _noisy_greedy(fam, EPS, seed=int(d * 100)))
+        rates.append(float(env.success.float().mean()))
+    assert all(a > b for a, b in zip(rates, rates[1:])), rates
+    assert rates[0] > 0.3 and rates[-1] < rates[0] - 0.15, rates
+
+
+# --- gridworld ---------------------------------------------------------------------------------
+
+MOVES = {0: (0, -1), 1: (0, 1), 2: (-1, 0), 3: (1, 0)}
+
+
+def _wall_at(desc, x, y):
+    n = desc["size"]
+    return not (0 <= x < n and 0 <= y < n) or desc["walls"][y][x] == "#"
+
+
+def test_gridworld_wall_blocks():
+    fam = load_family("gridworld")
+    for task in _tasks(fam, np.linspace(0.2, 0.8, 20), seed=8):
+        desc = fam.describe(task)
+        sx, sy = desc["start"]
+        blocked = [a for a, (dx, dy) in MOVES.items() if _wall_at(desc, sx + dx, sy + dy)]
+        if blocked:
+            break
+    else:
+        pytest.fail("no start next to a wall")
+    env = fam.make_env([task], 2)
+    obs0 = env.reset()
+    action = torch.full((2,), blocked[0])
+    for _ in range(2):           # twice: the position is still the start the second time
+        obs, oracle, info = env.step(action)
+        assert info[:, :4].tolist() == [[sx, sy, blocked[0], 1]] * 2
+        assert (oracle == -1).all()
+        assert torch.equal(obs[:, :29], obs0[:, :29])    # same crop and goal features: not moved
+    assert env.active.all()
+
+
+def test_gridworld_observation_layout():
+    fam = load_family("gridworld")
+    task = _tasks(fam, [0.6], seed=14)[0]
+    desc, n = fam.describe(task), fam.describe(task)["size"]
+    (sx, sy), (gx, gy) = desc["start"], desc["goal"]
+    env = fam.make_env([task], 1)
+    obs = env.reset()[0].tolist()
+    crop = [(dx, dy) for dy in range(-2, 3) for dx in range(-2, 3) if (dx, dy) != (0, 0)]
+    assert obs[:24] == [float(_wall_at(desc, sx + dx, sy + dy)) for dx, dy in crop]
+    assert obs[24:29] == pytest.approx([(gx - sx) / n, (gy - sy) / n, np.sign(gx - sx), np.sign(gy - sy),
+                                        (abs(gx - sx) + abs(gy - sy)) / (2 * n)])
+    assert obs[29:33] == [0, 0, 0, 0] and obs[33] == 1.0
+    action = int(env.oracle_action()[0])
+    obs = env.step(torch.tensor([action]))[0][0].tolist()
+    back = {0: 1, 1: 0, 2: 3, 3: 2}[action]
+    assert obs[29 + back] == 1.0 and sum(obs[29:33]) == 1.0     # the cell it came from
+    assert obs[33] == pytest.approx(1 - 1 / desc["budget"])
+
+
+def test_gridworld_goal_ends_episode_and_budget():
+    from rla_engine.tasks.gridworld import budget_for, layout
+    fam = load_family("gridworld")
+    tasks = _tasks(fam, np.linspace(0, 1, 12), seed=9)
+    env = fam.make_env(tasks, 2)
+    env.reset()
+    shortest = torch.tensor([layout(t).distance for t in tasks]).repeat_interleave(2)
+    for task in tasks:
+        shortest_path = layout(task).distance
+        assert fam.describe(task)["budget"] == math.ceil(1.5 * shortest_path) + 4 == budget_for(shortest_path)
+    steps = torch.zeros(env.n, dtype=torch.long)
+    for active, _, oracle, _ in _play(fam, env, lambda e: e.oracle_action()):
+        assert (oracle == 1).all()
+        steps += active
+    assert env.success.all() and not env.active.any()
+    assert torch.equal(steps, shortest)
+
+
+def test_gridworld_critic_focus_and_mutation():
+    fam = load_family("gridworld")
+    task = Task("gridworld", {"size": 9, "wall_density": 0.1, "distance": 0.5}, 123)
+    rng = np.random.default_rng(0)
+    walls = fam.critic(task, [(0, [1, 1, 0, 1, 0, 0]), (3, [1, 1, 0, 1, 0, 1]), (4, [2, 1, 3, 0, 1, 0])])
+    assert walls["focus"] == "walls" and walls["blocked"] == 2 and walls["n"] == 3
+    harder = fam.mutate(task, "harder", walls, rng)
+    assert harder.params["wall_density"] > 0.1 and harder.params["size"] == 9
+    easier = fam.mutate(task, "easier", walls, rng)
+    assert easier.params["wall_density"] < 0.1
+    assert fam.critic(task, [(2, [1, 1, 0, 0, 1, 0])])["focus"] == "distance"
+    assert fam.critic(task, [])["focus"] == "size"
+    assert fam.mutate(task, "harder", {"focus": "size"}, rng).params["size"] > 9
+    # the focus knob at its bound: another one moves instead
+    top = Task("gridworld", {"size": 9, "wall_density": 0.3, "distance": 0.5}, 5)
+    assert fam.difficulty(fam.mutate(top, "harder", walls, rng).params) > fam.difficulty(top.params)
+
+
+def test_gridworld_validate_rejects_out_of_range():
+    fam = load_family("gridworld")
+    for params in ({"size": 4, "wall_density": 0.1, "distance": 0.5},
+                   {"size": 9.5, "wall_density": 0.1, "distance": 0.5},
+                   {"size": 9, "wall_density": 0.5, "distance": 0.5},
+                   {"size": 9, "wall_density": 0.1, "distance": 1.5}):
+        assert isinstance(fam.validate(Task("gridworld", params, 1)), str)
+
+
+# --- arithmetic --------------------------------------------------------------------------------
+
+def test_arithmetic_right_values_always_succeed():
+    fam = load_family("arithmetic")
+    tasks = _tasks(fam, np.linspace(0, 1, 20), seed=10)
+    env = fam.make_env(tasks, 1)
+    env.reset()
+    chains = []
+    for task in tasks:
+        desc, chain = fam.describe(task), []
+        value = desc["start"]
+        for op, v in zip(desc["ops"], desc["operands"]):
+            value = {"+": value + v, "-": value - v, "*": value * v}[op] % 10
+            chain.append(value)
+        assert chain[-1] == desc["answer"]
+        chains.append(chain + [0] * (8 - len(chain)))
+    chains = torch.tensor(chains)
+    for t in range(env.max_steps):
+        active = env.active.clone()
+        _, oracle, _ = env.step(chains[:, t])
+        assert (oracle[active] == 1).all()
+    assert env.success.all() and not env.active.any()
+
+
+def test_arithmetic_oracle_uses_own_previous_value():
+    fam = load_family("arithmetic")
+    task = Task("arithmetic", {"ops": ["+", "+"]}, 11)
+    desc = fam.describe(task)
+    (a, b), start = desc["operands"], desc["start"]
+    wrong = (start + a + 1) % 10
+    env = fam.make_env([task], 1)
+    env.reset()
+    _, oracle0, info0 = env.step(torch.tensor([wrong]))
+    assert oracle0.tolist() == [-1]
+    assert info0[0].tolist() == [0, 0, a, wrong, start]
+    assert env.oracle_action().tolist() == [(wrong + b) % 10]
+    _, oracle1, info1 = env.step(torch.tensor([(wrong + b) % 10]))
+    assert oracle1.tolist() == [1]              # right given what it wrote before …
+    assert info1[0].tolist() == [1, 0, b, (wrong + b) % 10, wrong]
+    assert not env.active.any() and not env.success.any()   # … but the chain's answer is wrong
+
+
+def test_arithmetic_critic_and_mutation():
+    fam = load_family("arithmetic")
+    task = Task("arithmetic", {"ops": ["+", "*", "-", "*"]}, 12)
+    critic = fam.critic(task, [(1, [1, 2, 3, 0, 4]), (3, [3, 2, 7, 1, 1]), (2, [2, 1, 5, 0, 0])])
+    assert critic["focus"] == "*" and critic["*"] == 2 and critic["-"] == 1 and critic["n"] == 3
+    rng = np.random.default_rng(0)
+    harder = fam.mutate(task, "harder", critic, rng)
+    assert harder.params["ops"].count("*") == 3 and len(harder.params["ops"]) == 5
+    easier = fam.mutate(task, "easier", critic, rng)
+    assert easier.params["ops"].count("*") == 1
+    full = Task("arithmetic", {"ops": ["+"] * 4 + ["*"] * 4}, 13)
+    swapped = fam.mutate(full, "harder", {"focus": "*"}, rng)
+    assert len(swapped.params["ops"]) == 8 and swapped.params["ops"].count("*") == 5
+    for params in ({"ops": []}, {"ops": ["+"] * 9}, {"ops": ["/"]}, {"ops": "+-"}):
+        assert isinstance(fam.validate(Task("arithmetic", params, 1)), str)
