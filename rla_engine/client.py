@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import shutil
 import sys
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -14,7 +15,7 @@ from pathlib import Path
 from typing import AsyncIterator
 
 from . import config as C
-from .paths import default_db_path, log_path, logs_dir, run_config_path
+from .paths import checkpoints_dir, default_db_path, log_path, logs_dir, run_config_path
 from .store import FINAL, Store, new_run_id, open_store
 
 POLL_S = 0.1          # ≤ 10 Hz, DESIGN §1
@@ -29,7 +30,8 @@ class EngineError(RuntimeError):
 class Update:
     """What changed in a run since the previous update."""
     run: dict
-    metrics: list[dict] = field(default_factory=list)    # {iteration, key, value, t}
+    # key -> (iterations, values, t), in iteration order
+    metrics: dict[str, tuple[list, list, list]] = field(default_factory=dict)
     events: list[dict] = field(default_factory=list)     # {id, iteration, t, kind, payload}
     rewound: bool = False                                 # iterations were deleted (a resume)
 
@@ -138,6 +140,43 @@ class EngineClient:
                 raise TimeoutError(f"command {command_id} not applied within {timeout} s")
             await asyncio.sleep(POLL_S)
 
+    # -- reading and editing the history ---------------------------------------------------
+    async def list_runs(self, include_archived: bool = False) -> list[dict]:
+        await self._db("refresh_liveness")
+        return await self._db("list_runs", include_archived)
+
+    async def run_summaries(self, keys: list[str], include_archived: bool = False) -> list[dict]:
+        await self._db("refresh_liveness")
+        return await self._db("run_summaries", keys, include_archived)
+
+    async def latest_metrics(self, run_id: str) -> dict[str, float]:
+        return await self._db("latest_metrics", run_id)
+
+    async def tasks(self, run_id: str, statuses: list[str] | None = None) -> list[dict]:
+        return await self._db("tasks", run_id, statuses)
+
+    async def series(self, run_id: str, key: str) -> tuple[list[int], list[float]]:
+        return await self._db("series", run_id, key)
+
+    async def set_notes(self, run_id: str, notes: str) -> None:
+        await self._db("set_notes", run_id, notes)
+
+    async def set_tags(self, run_id: str, tags: list[str]) -> None:
+        await self._db("set_tags", run_id, tags)
+
+    async def set_archived(self, run_id: str, archived: bool = True) -> None:
+        await self._db("set_archived", run_id, archived)
+
+    async def delete_run(self, run_id: str) -> None:
+        """Delete the run's rows, its checkpoints and its log (refused while it is live)."""
+        run = await self.run(run_id)
+        if run and run["status"] in ("running", "paused"):
+            raise EngineError(f"run {run_id} is {run['status']}; stop it before deleting it")
+        await self._db("delete_run", run_id)
+        shutil.rmtree(checkpoints_dir(self.db_path, run_id), ignore_errors=True)
+        for path in (log_path(self.db_path, run_id), run_config_path(self.db_path, run_id)):
+            path.unlink(missing_ok=True)
+
     # -- watching --------------------------------------------------------------------------
     async def run(self, run_id: str) -> dict | None:
         await self._db("refresh_liveness")
@@ -155,9 +194,9 @@ class EngineClient:
             rewound = any(e["kind"] == "rewound" for e in events)
             if rewound:
                 last_iteration = min(last_iteration, min(e["payload"]["to"] for e in events if e["kind"] == "rewound"))
-            metrics = await self._db("metrics", run_id, last_iteration)
+            metrics = await self._db("columns_since", run_id, last_iteration)
             if metrics:
-                last_iteration = metrics[-1]["iteration"]
+                last_iteration = max(cols[0][-1] for cols in metrics.values())
             if events:
                 last_event = events[-1]["id"]
             if metrics or events or rewound:

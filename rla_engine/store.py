@@ -294,6 +294,21 @@ class Store:
             args += keys
         return list(self.db.query(sql + " ORDER BY iteration, key", args))
 
+    def columns_since(self, run_id: str, after_iteration: int = 0) -> dict[str, tuple[list, list, list]]:
+        """Metrics after an iteration, by key, as columns (iterations, values, t): what a plot
+        appends to its buffers, without one dict per row for a long history."""
+        out: dict[str, tuple[list, list, list]] = {}
+        cur = self.db.execute("SELECT key, iteration, value, t FROM metrics WHERE run_id = ? AND iteration > ? "
+                              "ORDER BY key, iteration", [run_id, after_iteration])
+        key, cols = None, None
+        for k, it, v, t in cur:
+            if k != key:
+                key, cols = k, out.setdefault(k, ([], [], []))
+            cols[0].append(it)
+            cols[1].append(v)
+            cols[2].append(t)
+        return out
+
     def metrics_by_iteration(self, run_id: str) -> dict[int, dict[str, float]]:
         out: dict[int, dict[str, float]] = {}
         for row in self.metrics(run_id):
@@ -311,6 +326,26 @@ class Store:
             "SELECT key, value FROM metrics m WHERE run_id = ? AND iteration = "
             "(SELECT max(iteration) FROM metrics WHERE run_id = m.run_id AND key = m.key)", [run_id]).fetchall()
         return {k: v for k, v in rows}
+
+    def last_values(self, run_id: str, keys: Iterable[str]) -> dict[str, float]:
+        """The last value of each key, one index seek each (cheap even for a huge run)."""
+        out = {}
+        for k in keys:
+            row = self.db.execute("SELECT value FROM metrics WHERE run_id = ? AND key = ? "
+                                  "ORDER BY iteration DESC LIMIT 1", [run_id, k]).fetchone()
+            if row is not None:
+                out[k] = row[0]
+        return out
+
+    def run_summaries(self, keys: Iterable[str], include_archived: bool = False) -> list[dict]:
+        """Run rows with the last value of `keys` and a duration, for history tables."""
+        keys, now = list(keys), _now()
+        rows = self.list_runs(include_archived)
+        for r in rows:
+            r.update(self.last_values(r["id"], keys))
+            end = r["ended_at"] or (r["heartbeat_at"] if r["status"] in LIVE else None) or now
+            r["duration"] = end - r["started_at"] if r["started_at"] else None
+        return rows
 
     def events(self, run_id: str, after_id: int = 0, kinds: Iterable[str] | None = None) -> list[dict]:
         sql = "SELECT * FROM events WHERE run_id = ? AND id > ?"

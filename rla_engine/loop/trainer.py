@@ -203,7 +203,8 @@ class Trainer:
     def _episode(self, task, slot: int, roll: Rollout, verdicts: torch.Tensor) -> dict:
         """One trajectory of this iteration for the console's episode viewer."""
         steps = int(roll.mask[0].sum())
-        return {"slot": slot, "task": self.family.describe(task), "success": bool(roll.success[0]),
+        return {"family": self.family.name, "slot": slot, "task": self.family.describe(task),
+                "success": bool(roll.success[0]),
                 "info_names": list(self.family.info_names),
                 "info": roll.info[0, :steps].cpu().tolist(),
                 "verdicts": verdicts[0, :steps].cpu().tolist(),
@@ -228,6 +229,6 @@ class Trainer:
         self.judge.load_state_dict(s["judge"])
         self.policy_opt.load_state_dict(s["policy_opt"])
         self.judge_opt.load_state_dict(s["judge_opt"])
-        self.gen.set_state(s["torch_rng"])
+        self.gen.set_state(s["torch_rng"].cpu())   # map_location may have moved it
         self.rng.bit_generator.state = json.loads(s["np_rng"])
         self.pool.load_state_dict(s["pool"])

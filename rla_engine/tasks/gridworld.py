@@ -6,10 +6,12 @@ three normalised knobs. The concrete layout comes from (params, seed), see `grid
 Step budget: ceil(1.5 · shortest path) + 4 — a walker that wastes a third of its moves still
 arrives, a random one on a long path does not.
 
-Observation (34 float32): 5×5 egocentric wall crop without the centre, row-major from the
+Observation (33 float32): 5×5 egocentric wall crop without the centre, row-major from the
 top-left (24; outside the grid = wall), goal offset (dx/size, dy/size), sign(dx), sign(dy),
-manhattan distance/(2·size), visited flags of the up/down/left/right neighbours (4), fraction
-of the budget left. x grows to the right, y downwards; actions 0=up 1=down 2=left 3=right.
+manhattan distance/(2·size), visited flags of the up/down/left/right neighbours (4). No clock:
+the judge sees what the policy sees, and a "budget left" feature let it call late steps bad
+because late steps belong to failures, not because the move was bad (balanced process
+agreement at max difficulty 0.62 with it, ~0.70 without; the policy did not need it). x grows to the right, y downwards; actions 0=up 1=down 2=left 3=right.
 Info row: [x, y, action, blocked, away, dead_end] of the cell the step started from (away:
 manhattan distance to the goal grew; dead_end: that cell has ≥ 3 wall neighbours).
 
@@ -32,8 +34,9 @@ SIZE_MIN, SIZE_MAX = 5, 15
 WALL_MAX = 0.3
 PARAMS = ("size", "wall_density", "distance")
 FOCUS_PARAM = {"walls": "wall_density", "distance": "distance", "size": "size"}
-_CROP = [(dy, dx) for dy in range(-2, 3) for dx in range(-2, 3) if (dy, dx) != (0, 0)]
-_PAD = L.FRAME + 4                 # two more rings of wall so the crop never leaves the array
+_R = 2                             # crop radius: 5×5 (7×7 gave the judge no better agreement and the policy less)
+_CROP = [(dy, dx) for dy in range(-_R, _R + 1) for dx in range(-_R, _R + 1) if (dy, dx) != (0, 0)]
+_PAD = L.FRAME + 2 * _R            # R more rings of wall so the crop never leaves the array
 _STAY = 4                          # table column that inactive episodes "take": no move, label +1, info 0
 
 
@@ -103,8 +106,8 @@ def _tables(task: Task) -> dict[str, np.ndarray]:
     oracle[:, :4] = np.where(dist[new] < dist[:, None], 1, -1)
 
     padded = np.ones((_PAD, _PAD), bool)
-    padded[2:-2, 2:-2] = lay.walls
-    centre = (y + 3) * _PAD + x + 3                                              # frame cell → padded index
+    padded[_R:-_R, _R:-_R] = lay.walls
+    centre = (y + 1 + _R) * _PAD + x + 1 + _R                                             # frame cell → padded index
     crop = padded.ravel()[centre[:, None] + np.array([dy * _PAD + dx for dy, dx in _CROP])]
     dx, dy, n = gx - x, gy - y, lay.size
     goal = np.stack([dx / n, dy / n, np.sign(dx), np.sign(dy), manh / (2 * n)], 1).astype(np.float32)
@@ -138,7 +141,6 @@ class GridEnv(BatchEnv):
         self._start = torch.as_tensor(ep_task * C + start[ep_task], device=dev)
         self._goal = torch.as_tensor(ep_task * C + goal[ep_task], device=dev)
         self._budget = torch.as_tensor(budget[ep_task], device=dev)
-        self._inv_budget = 1.0 / self._budget.float()
         self._vshift = torch.as_tensor((np.arange(self.n) - ep_task) * C, device=dev)   # own visited slab
         self._nbr = torch.as_tensor(np.array(L.OFFSETS), device=dev)
         self._stay = torch.tensor(_STAY, device=dev)
@@ -156,8 +158,7 @@ class GridEnv(BatchEnv):
         vpos = self.pos + self._vshift
         self._visited.index_fill_(0, vpos, self._epoch)
         seen = self._visited.take(vpos.unsqueeze(1) + self._nbr) == self._epoch
-        left = ((self._budget - self.t) * self._inv_budget).unsqueeze(1)
-        return torch.cat([self._static.index_select(0, self.pos), seen, left], 1)   # cat promotes to float32
+        return torch.cat([self._static.index_select(0, self.pos), seen], 1)   # cat promotes to float32
 
     def reset(self) -> torch.Tensor:
         self.pos = self._start.clone()
@@ -184,7 +185,7 @@ class GridEnv(BatchEnv):
 
 class GridworldFamily(Family):
     name = "gridworld"
-    obs_dim = 34
+    obs_dim = len(_CROP) + 9
     n_actions = 4
     info_dim = 6
     info_names = ("x", "y", "action", "blocked", "away", "dead_end")

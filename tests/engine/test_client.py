@@ -30,7 +30,7 @@ def test_start_watch_pause_override_resume_stop(tmp_path):
 
         async def consume():
             async for update in client.watch(run_id):
-                keys.update(m["key"] for m in update.metrics)
+                keys.update(update.metrics)
                 kinds.extend(e["kind"] for e in update.events)
         watcher = asyncio.create_task(consume())
         await until(lambda: asyncio.sleep(0, K.MU in keys))

@@ -1,0 +1,160 @@
+"""The live dashboard: the four panels the product is about, plus losses (DESIGN §6).
+
+Data arrives from the session at whatever rate the engine commits; the panels only redraw on
+a ≤ 10 Hz timer, so a fast engine can never flood the event loop.
+"""
+from __future__ import annotations
+
+import pyqtgraph as pg
+from PySide6 import QtCore, QtWidgets
+
+from rla_engine import metrics as K
+
+from ..run_data import X_AXES, RunData
+from ..widgets.metric_plot import MetricPlot
+
+REDRAW_MS = 100
+MARKER_KINDS = ("pause", "resume", "set_difficulty", "failed", "resumed_from_checkpoint")
+MAX_VARIANT_POINTS = 20_000
+TIER_COLOURS = ["#c6dbef", "#9ecae1", "#6baed6", "#3182bd", "#08519c", "#08306b"]
+
+
+class DifficultyPlot(MetricPlot):
+    """Pool mean with the min–max band; accepted/rejected variants as points at their difficulty."""
+
+    def __init__(self, data: RunData):
+        super().__init__("Task difficulty", (K.DIFFICULTY_MEAN,), data)
+        self.lo = self.plotItem.plot(pen=None)
+        self.hi = self.plotItem.plot(pen=None)
+        band = pg.FillBetweenItem(self.lo, self.hi, brush=pg.mkBrush(31, 119, 180, 50))
+        self.plotItem.addItem(band)
+        self.accepted = pg.ScatterPlotItem(size=7, symbol="t1", brush=pg.mkBrush("#2ca02c"), pen=None,
+                                           name="accepted variant")
+        self.rejected = pg.ScatterPlotItem(size=5, symbol="x", brush=pg.mkBrush(120, 120, 120, 120), pen=None,
+                                           name="rejected variant")
+        for item in (self.accepted, self.rejected):
+            self.plotItem.addItem(item)
+            self.plotItem.legend.addItem(item, item.opts["name"])
+        self.variants: list[tuple[int, float, bool]] = []
+        self._drawn_band = None
+
+    def refresh(self) -> None:
+        super().refresh()
+        stamp = (self.data.version, self.x_axis)
+        if stamp != self._drawn_band:
+            self._drawn_band = stamp
+            for item, key in ((self.lo, K.DIFFICULTY_MIN), (self.hi, K.DIFFICULTY_MAX)):
+                item.setData(*self.data.xy(key, self.x_axis))
+            self._draw_variants()
+
+    def add_variants(self, events: list[dict]) -> None:
+        for e in events:
+            if e["kind"] in ("variant_accepted", "variant_rejected"):
+                self.variants.append((e["iteration"], e["payload"].get("difficulty", float("nan")),
+                                      e["kind"] == "variant_accepted"))
+        del self.variants[:-MAX_VARIANT_POINTS]
+        self._drawn_band = None
+
+    def _draw_variants(self) -> None:
+        import numpy as np
+        for item, accepted in ((self.accepted, True), (self.rejected, False)):
+            pts = [(it, d) for it, d, ok in self.variants if ok == accepted]
+            if not pts:
+                item.setData([], [])
+                continue
+            arr = np.array(pts, dtype=np.float64)
+            item.setData(self.data.x_of_iteration(arr[:, 0], self.x_axis), arr[:, 1])
+
+    def reset(self) -> None:
+        super().reset()
+        self.variants.clear()
+        self._drawn_band = None
+        for item in (self.lo, self.hi, self.accepted, self.rejected):
+            item.setData([], [])
+
+
+class DashboardPanel(QtWidgets.QWidget):
+    def __init__(self, data: RunData, parent=None):
+        super().__init__(parent)
+        self.data = data
+        self.policy = MetricPlot("Policy reward", (K.SUCCESS, K.EVAL_SUCCESS, K.REWARD), data)
+        self.agreement = MetricPlot("Reward-model agreement", (K.OUTCOME_AGREEMENT, K.PROCESS_AGREEMENT,
+                                    K.UNANIMITY, K.PRECISION, K.PRECISION_BOUND), data, dashed=(K.PRECISION_BOUND,))
+        self.balance = MetricPlot("μ balance", (K.MU, K.P_PLUS, K.P_MINUS, K.POSITIVE_FRACTION, K.IN_BAND), data)
+        self.balance.plotItem.addItem(pg.InfiniteLine(pos=1.0, angle=0, pen=pg.mkPen("#d62728", width=1,
+                                      style=QtCore.Qt.PenStyle.DotLine), label="μ = 1",
+                                      labelOpts={"position": 0.05, "color": "#d62728"}), ignoreBounds=True)
+        region = pg.LinearRegionItem(values=(0.2, 0.8), orientation="horizontal", movable=False,
+                                     brush=pg.mkBrush(44, 160, 44, 30), pen=pg.mkPen(None))
+        region.setZValue(-10)
+        self.balance.plotItem.addItem(region, ignoreBounds=True)
+        self.difficulty = DifficultyPlot(data)
+        self.losses = MetricPlot("Losses", (K.LOSS_POLICY, K.LOSS_JUDGE, K.LOSS_KL), data)
+        self.plots: list[MetricPlot] = [self.policy, self.agreement, self.balance, self.difficulty, self.losses]
+        self._tiers: set[str] = set()
+
+        self.x_axis = QtWidgets.QComboBox()
+        self.x_axis.addItems(X_AXES)
+        self.smoothing = QtWidgets.QSlider(QtCore.Qt.Orientation.Horizontal)
+        self.smoothing.setRange(0, 99)
+        self.smoothing.setValue(60)
+        self.smoothing.setFixedWidth(140)
+        self.log_y = QtWidgets.QCheckBox("log y (losses)")
+        for w, sig in ((self.x_axis, self.x_axis.currentIndexChanged), (self.smoothing, self.smoothing.valueChanged),
+                       (self.log_y, self.log_y.toggled)):
+            sig.connect(self._apply_view)
+        bar = QtWidgets.QHBoxLayout()
+        bar.addWidget(QtWidgets.QLabel("x-axis"))
+        bar.addWidget(self.x_axis)
+        bar.addSpacing(16)
+        bar.addWidget(QtWidgets.QLabel("smoothing"))
+        bar.addWidget(self.smoothing)
+        bar.addSpacing(16)
+        bar.addWidget(self.log_y)
+        bar.addStretch(1)
+        grid = QtWidgets.QGridLayout()
+        grid.addWidget(self.policy, 0, 0)
+        grid.addWidget(self.agreement, 0, 1)
+        grid.addWidget(self.balance, 1, 0)
+        grid.addWidget(self.difficulty, 1, 1)
+        layout = QtWidgets.QVBoxLayout(self)
+        layout.setContentsMargins(4, 4, 4, 4)
+        layout.addLayout(bar)
+        layout.addLayout(grid, 1)
+        self.timer = QtCore.QTimer(self)
+        self.timer.setInterval(REDRAW_MS)
+        self.timer.timeout.connect(self.refresh)
+        self.timer.start()
+        self._apply_view()
+
+    def _apply_view(self) -> None:
+        x_axis, smoothing = self.x_axis.currentText(), self.smoothing.value() / 100
+        for plot in self.plots:
+            plot.set_view(x_axis, smoothing, log_y=self.log_y.isChecked() and plot is self.losses)
+
+    def refresh(self) -> None:
+        new_tiers = [k for k in self.data.tier_keys() if k not in self._tiers]
+        for i, key in enumerate(new_tiers, start=len(self._tiers)):
+            self.policy.add_curve(key, TIER_COLOURS[i % len(TIER_COLOURS)], width=1.2)
+            self._tiers.add(key)
+        if new_tiers:
+            self._apply_view()
+        for plot in self.plots:
+            plot.refresh()
+
+    def add_events(self, events: list[dict]) -> None:
+        marks = [(e["iteration"], e["kind"]) for e in events if e["kind"] in MARKER_KINDS]
+        if marks:
+            for plot in self.plots:
+                plot.add_markers(marks)
+        self.difficulty.add_variants(events)
+
+    def reset(self) -> None:
+        for plot in self.plots:
+            plot.reset()
+        for key in self._tiers:
+            curve = self.policy.curves.pop(key)
+            self.policy.plotItem.removeItem(curve.raw)
+            self.policy.plotItem.removeItem(curve.line)
+            self.policy.plotItem.legend.removeItem(curve.line)
+        self._tiers.clear()

@@ -1,0 +1,264 @@
+"""Episode viewer: one recent trajectory of the run, drawn with its step verdicts (DESIGN §6).
+
+The engine stores one "episode" event per iteration (trainer `_episode`); this widget paints
+its payload. Each family has a painter in `PAINTERS`, so a new family plugs in by adding one
+function, never by editing the widget. Painters get the payload and the drawing rectangle and
+may raise on a malformed payload: the widget then says so instead of dying in paintEvent.
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+from PySide6.QtCore import QPointF, QRectF, Qt
+from PySide6.QtGui import QColor, QFont, QPainter, QPalette, QPen
+from PySide6.QtWidgets import QSizePolicy, QWidget
+
+# Content colours are fixed (a maze is a picture, not chrome) and chosen to read on both light
+# and dark backgrounds; the background and the text come from the palette.
+WALL_COLOR = QColor(52, 56, 66)
+FREE_COLOR = QColor(226, 229, 234)
+GOOD_COLOR = QColor(40, 170, 70)      # every verdict +1
+BAD_COLOR = QColor(215, 45, 45)       # every verdict −1
+UNREADABLE_COLOR = QColor(140, 140, 140)
+START_COLOR = QColor(50, 110, 230)
+GOAL_COLOR = QColor(235, 170, 20)
+PLACEHOLDER = "no episode yet"
+
+# actions 0 up (y−1), 1 down (y+1), 2 left (x−1), 3 right (x+1) — gridworld.py
+MOVES = {0: (0, -1), 1: (0, 1), 2: (-1, 0), 3: (1, 0)}
+OP_SYMBOLS = {0: "+", 1: "−", 2: "×"}
+OP_CODES = {"+": 0, "-": 1, "*": 2}
+
+Painter = Callable[[QPainter, QRectF, dict, QPalette], None]
+
+
+def _blend(a: QColor, b: QColor, t: float) -> QColor:
+    t = min(max(t, 0.0), 1.0)
+    return QColor(round(a.red() + (b.red() - a.red()) * t), round(a.green() + (b.green() - a.green()) * t),
+                  round(a.blue() + (b.blue() - a.blue()) * t))
+
+
+def verdict_color(verdicts) -> QColor:
+    """Mean verdict mapped red (all −1) → green (all +1); 0 means "unreadable" and is left out
+    of the mean, so a step with no readable verdict (or no list at all) is grey."""
+    try:
+        votes = [int(v) for v in verdicts if int(v) in (1, -1)]
+    except (TypeError, ValueError):
+        return QColor(UNREADABLE_COLOR)
+    if not votes:
+        return QColor(UNREADABLE_COLOR)
+    return _blend(BAD_COLOR, GOOD_COLOR, (sum(votes) / len(votes) + 1) / 2)
+
+
+def chip_color(v) -> QColor:
+    return QColor({1: GOOD_COLOR, -1: BAD_COLOR}.get(v, UNREADABLE_COLOR))
+
+
+def oracle_agreement(payload: dict) -> float | None:
+    """Share of readable verdicts equal to their step's oracle label. A diagnostic only: the
+    judge never sees the oracle, the caption just shows how this one episode was judged."""
+    hits = total = 0
+    for votes, label in zip(payload.get("verdicts") or [], payload.get("oracle") or []):
+        for v in votes:
+            if v in (1, -1):
+                total += 1
+                hits += v == label
+    return hits / total if total else None
+
+
+def caption(payload: dict) -> str:
+    task = payload.get("task") or {}
+    steps = len(payload.get("info") or [])
+    parts = [f"slot {payload.get('slot', '?')}"]
+    d = task.get("difficulty")
+    if isinstance(d, (int, float)):
+        parts.append(f"d {d:.2f}")
+    parts.append("success" if payload.get("success") else "failure")
+    budget = task.get("budget")
+    parts.append(f"{steps}/{budget} steps" if budget else f"{steps} steps")
+    agree = oracle_agreement(payload)
+    if agree is not None:
+        parts.append(f"oracle agreement {agree:.0%}")
+    return "  ·  ".join(parts)
+
+
+def _caption_rect(p: QPainter, rect: QRectF, payload: dict, pal: QPalette) -> QRectF:
+    """Draw the caption line at the top; return what is left below it."""
+    h = max(14.0, min(24.0, rect.height() * 0.07))
+    text = caption(payload)
+    font = QFont(p.font())
+    size = max(9, int(h * 0.62))
+    font.setPixelSize(size)
+    p.setFont(font)
+    # shrink before eliding: a narrow dock should still show the whole line if it can
+    while size > 8 and p.fontMetrics().horizontalAdvance(text) > rect.width():
+        size -= 1
+        font.setPixelSize(size)
+        p.setFont(font)
+    text = p.fontMetrics().elidedText(text, Qt.TextElideMode.ElideRight, int(rect.width()))
+    p.setPen(pal.color(QPalette.ColorRole.Text))
+    p.drawText(QRectF(rect.left(), rect.top(), rect.width(), h), Qt.AlignmentFlag.AlignCenter, text)
+    return QRectF(rect.left(), rect.top() + h + 4, rect.width(), rect.height() - h - 4)
+
+
+def paint_gridworld(p: QPainter, rect: QRectF, payload: dict, pal: QPalette) -> None:
+    task = payload["task"]
+    walls = [str(r) for r in task["walls"]]
+    n = int(task.get("size") or len(walls))
+    area = _caption_rect(p, rect, payload, pal)
+    cell = min(area.width(), area.height()) / n
+    ox = area.left() + (area.width() - cell * n) / 2
+    oy = area.top() + (area.height() - cell * n) / 2
+
+    def centre(x: float, y: float) -> QPointF:
+        return QPointF(ox + (x + 0.5) * cell, oy + (y + 0.5) * cell)
+
+    p.setPen(Qt.PenStyle.NoPen)
+    for y in range(n):
+        for x in range(n):
+            wall = y < len(walls) and x < len(walls[y]) and walls[y][x] == "#"
+            p.setBrush(WALL_COLOR if wall else FREE_COLOR)
+            # a hairline gap between cells shows the grid without a separate pass
+            p.drawRect(QRectF(ox + x * cell + 0.5, oy + y * cell + 0.5, cell - 1, cell - 1))
+
+    inset = cell * 0.18
+    for (x, y), color in ((task["start"], START_COLOR), (task["goal"], GOAL_COLOR)):
+        p.setBrush(color)
+        p.drawRoundedRect(QRectF(ox + x * cell + inset, oy + y * cell + inset,
+                                 cell - 2 * inset, cell - 2 * inset), cell * 0.15, cell * 0.15)
+
+    verdicts = payload.get("verdicts") or []
+    width = max(1.5, cell * 0.11)
+    for i, row in enumerate(payload.get("info") or []):
+        x, y, action, blocked = (int(v) for v in row[:4])
+        dx, dy = MOVES.get(action, (0, 0))
+        pen = QPen(verdict_color(verdicts[i] if i < len(verdicts) else None), width)
+        pen.setCapStyle(Qt.PenCapStyle.RoundCap)
+        p.setPen(pen)
+        # a walker often goes back and forth; a small per-step sideways shift keeps the
+        # segments of the same edge from hiding each other
+        shift = ((i % 3) - 1) * width * 0.9
+        off = QPointF(-dy * shift, dx * shift)
+        a = centre(x, y) + off
+        if blocked:
+            # bumped into a wall: a short stub toward it with a bar across, the walker stays
+            tip = a + QPointF(dx, dy) * cell * 0.4
+            p.drawLine(a, tip)
+            bar = QPointF(-dy, dx) * cell * 0.18
+            p.drawLine(tip - bar, tip + bar)
+        else:
+            p.drawLine(a, centre(x + dx, y + dy) + off)
+
+
+def _expected(code: int, prev: int, operand: int) -> int:
+    """The digit the step should have written given the previous written one (arithmetic.py)."""
+    return (prev + operand if code == 0 else prev - operand if code == 1 else prev * operand) % 10
+
+
+def _chain_lines(payload: dict) -> list[tuple[str, list | None, int | None, str]]:
+    """(text, verdicts, oracle, hint) per displayed line: the start, one line per step, the answer."""
+    task = payload["task"]
+    info, verdicts = payload.get("info") or [], payload.get("verdicts") or []
+    oracle = payload.get("oracle") or []
+    lines: list[tuple[str, list | None, int | None, str]] = [(f"start {task['start']}", None, None, "")]
+    ops, operands = task.get("ops") or [], task.get("operands") or []
+    for i in range(max(len(info), len(ops))):
+        hint = ""
+        if i < len(info):
+            _, code, operand, written, prev = (int(v) for v in info[i][:5])
+            text = f"{OP_SYMBOLS.get(code, '?')} {operand} → wrote {written}"
+            want = _expected(code, prev, operand)
+            hint = f"({want})" if want != written else ""
+        else:   # an episode cut short: show the rest of the chain unwritten
+            text = f"{OP_SYMBOLS.get(OP_CODES.get(ops[i], -1), '?')} {operands[i] if i < len(operands) else '?'}"
+        lines.append((text, verdicts[i] if i < len(verdicts) else [], oracle[i] if i < len(oracle) else None, hint))
+    lines.append((f"answer {task['answer']}", None, None, ""))
+    return lines
+
+
+def paint_arithmetic(p: QPainter, rect: QRectF, payload: dict, pal: QPalette) -> None:
+    lines = _chain_lines(payload)
+    area = _caption_rect(p, rect, payload, pal)
+    line_h = min(34.0, area.height() / len(lines))
+    font = QFont(p.font())
+    font.setPixelSize(max(8, int(line_h * 0.6)))
+    p.setFont(font)
+    fm = p.fontMetrics()
+    text_w = max(fm.horizontalAdvance(t) for t, *_ in lines) + line_h
+    m = max((len(v) for _, v, *_ in lines if v), default=0)
+    chip = line_h * 0.6
+    block_w = text_w + m * (chip + 3) + line_h * 2.5
+    left = area.left() + max(4.0, (area.width() - block_w) / 2)
+    top = area.top() + max(0.0, (area.height() - line_h * len(lines)) / 2)
+    text_color = pal.color(QPalette.ColorRole.Text)
+    for row, (text, votes, label, hint) in enumerate(lines):
+        y = top + row * line_h
+        p.setPen(text_color)
+        p.drawText(QRectF(left, y, text_w, line_h), Qt.AlignmentFlag.AlignVCenter, text)
+        if votes is None:
+            continue
+        x = left + text_w
+        p.setPen(Qt.PenStyle.NoPen)
+        for v in votes:
+            p.setBrush(chip_color(v))
+            p.drawRoundedRect(QRectF(x, y + (line_h - chip) / 2, chip, chip), chip * 0.25, chip * 0.25)
+            x += chip + 3
+        if label is not None:
+            # the oracle's word on the written digit, next to what the judge said about it
+            p.setPen(GOOD_COLOR if label > 0 else BAD_COLOR)
+            p.drawText(QRectF(x + line_h * 0.3, y, line_h, line_h), Qt.AlignmentFlag.AlignVCenter,
+                       "✓" if label > 0 else "✗")
+        if hint:   # what a right step would have written, faint: the judge saw only the digits
+            faint = QColor(text_color)
+            faint.setAlpha(130)
+            p.setPen(faint)
+            p.drawText(QRectF(x + line_h * 1.2, y, line_h * 1.5, line_h), Qt.AlignmentFlag.AlignVCenter, hint)
+
+
+PAINTERS: dict[str, Painter] = {"gridworld": paint_gridworld, "arithmetic": paint_arithmetic}
+
+
+class EpisodeViewer(QWidget):
+    """Paints the last episode payload given to `show_episode`, scaled to the widget."""
+
+    def __init__(self, parent: QWidget | None = None):
+        super().__init__(parent)
+        self._payload: dict | None = None
+        self.setMinimumSize(160, 120)
+        self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Expanding)
+        self.setAutoFillBackground(False)
+
+    def payload(self) -> dict | None:
+        return self._payload
+
+    def show_episode(self, payload: dict | None) -> None:
+        self._payload = payload if isinstance(payload, dict) else None
+        try:
+            self.setToolTip(caption(self._payload) if self._payload else "")
+        except (AttributeError, TypeError, ValueError):
+            self.setToolTip("")   # paintEvent says the payload is unreadable
+        self.update()
+
+    def paintEvent(self, _event) -> None:
+        p = QPainter(self)
+        try:
+            p.setRenderHint(QPainter.RenderHint.Antialiasing)
+            pal = self.palette()
+            rect = QRectF(self.rect()).adjusted(6, 6, -6, -6)
+            p.fillRect(self.rect(), pal.color(QPalette.ColorRole.Base))
+            painter = PAINTERS.get(self._payload.get("family")) if self._payload else None
+            if painter is None:
+                self._placeholder(p, rect, PLACEHOLDER)
+                return
+            try:
+                painter(p, rect, self._payload, pal)
+            except (AttributeError, KeyError, TypeError, ValueError, IndexError, ZeroDivisionError):
+                # an old or foreign payload must not take the console down with it
+                p.fillRect(self.rect(), pal.color(QPalette.ColorRole.Base))
+                self._placeholder(p, rect, "episode could not be drawn")
+        finally:
+            p.end()
+
+    def _placeholder(self, p: QPainter, rect: QRectF, text: str) -> None:
+        p.setPen(self.palette().color(QPalette.ColorRole.PlaceholderText))
+        p.drawText(rect, Qt.AlignmentFlag.AlignCenter, text)

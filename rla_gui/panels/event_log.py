@@ -1,0 +1,211 @@
+"""Event timeline: the run's events as readable lines, newest at the bottom (DESIGN §6).
+
+Every control's effect is an event, so this is where the user sees that Pause, an override or
+an accepted variant happened. Fed incrementally with `Store.events(run_id, after_id)`;
+"episode" events are the episode viewer's, not lines here. Summaries dispatch on the kind
+through `SUMMARIES`, so a new kind plugs in with one function; unknown kinds show their JSON.
+"""
+from __future__ import annotations
+
+import json
+import time
+from typing import Callable
+
+from PySide6.QtCore import QAbstractTableModel, QModelIndex, Qt, Signal
+from PySide6.QtGui import QColor, QFont, QFontMetrics
+from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QTableView, QVBoxLayout, QWidget
+
+COLUMNS = ("Iteration", "Time", "Kind", "Summary")
+MAX_ROWS = 5000
+SKIPPED = frozenset({"episode"})
+# translucent so they tint either a light or a dark palette
+FAILED_BACKGROUND = QColor(220, 40, 40, 90)
+REJECTED_BACKGROUND = QColor(230, 160, 20, 60)
+
+
+def _f(v, fmt: str = ".2f") -> str:
+    return format(v, fmt) if isinstance(v, (int, float)) and not isinstance(v, bool) else "?"
+
+
+def _variant(p: dict) -> str:
+    return (f"slot {p.get('slot', '?')} {p.get('direction', '?')}: acc {_f(p.get('prev_acc'))} → "
+            f"{_f(p.get('new_acc'))} (v{p.get('version', '?')}, d {_f(p.get('difficulty'))})")
+
+
+def _command(p: dict) -> str:
+    """pause/resume/stop/checkpoint/set_difficulty events carry the command and its result."""
+    kind, result = p.get("kind", "command"), str(p.get("result", ""))
+    if kind == "set_difficulty" and result.startswith("applied"):
+        value = (p.get("payload") or {}).get("value") if isinstance(p.get("payload"), dict) else None
+        return "automatic difficulty applied" if value is None else f"difficulty {_f(value, 'g')} applied"
+    if kind == "checkpoint" and result.startswith("applied: "):
+        return f"checkpoint {result[len('applied: '):]} saved"
+    return f"{kind} {result}".strip()
+
+
+def _rejected(p: dict) -> str:
+    result = str(p.get("result", "rejected"))
+    return f"{result} ({p['kind']})" if p.get("kind") else result
+
+
+def _failed(p: dict) -> str:
+    where = f"iteration {p['iteration']}: " if "iteration" in p else ""
+    if "error" in p:
+        return where + str(p["error"])
+    if "quantity" in p:
+        return where + f"{p['quantity']} = {p.get('value', '?')}"
+    return where + "failed"
+
+
+SUMMARIES: dict[str, Callable[[dict], str]] = {
+    "variant_accepted": _variant,
+    "variant_rejected": _variant,
+    "pause": _command, "resume": _command, "stop": _command, "checkpoint": _command,
+    "set_difficulty": _command,
+    "command_rejected": _rejected,
+    "failed": _failed,
+    "started": lambda p: f"on {p.get('device', '?')}, target {p.get('target', '?')} iterations",
+    "completed": lambda p: f"{p.get('iterations', '?')} iterations",
+    "stopped": lambda p: str(p.get("reason", "stopped")),
+    "rewound": lambda p: f"to iteration {p.get('to', '?')} ({p.get('rows', '?')} rows removed)",
+    "resumed_from_checkpoint": lambda p: f"from {p.get('checkpoint', '?')}, target {p.get('target', '?')}",
+}
+
+
+def summarize(event: dict) -> str:
+    payload = event.get("payload")
+    if not isinstance(payload, dict):
+        payload = {}
+    fn = SUMMARIES.get(event.get("kind"))
+    try:
+        if fn is not None:
+            return fn(payload)
+    except (KeyError, TypeError, ValueError):
+        pass   # an odd payload still gets a line: its JSON below
+    return json.dumps(payload, default=str)[:160]
+
+
+def clock(t) -> str:
+    return time.strftime("%H:%M:%S", time.localtime(t)) if isinstance(t, (int, float)) else ""
+
+
+class EventTableModel(QAbstractTableModel):
+    def __init__(self, max_rows: int = MAX_ROWS, parent=None):
+        super().__init__(parent)
+        self.max_rows = max_rows
+        self._rows: list[tuple[dict, tuple[str, str, str, str]]] = []   # event, its rendered cells
+
+    def rowCount(self, parent=QModelIndex()) -> int:
+        return 0 if parent.isValid() else len(self._rows)
+
+    def columnCount(self, parent=QModelIndex()) -> int:
+        return 0 if parent.isValid() else len(COLUMNS)
+
+    def headerData(self, section, orientation, role=Qt.ItemDataRole.DisplayRole):
+        if orientation == Qt.Orientation.Horizontal and role == Qt.ItemDataRole.DisplayRole:
+            return COLUMNS[section]
+        return None
+
+    def event_at(self, row: int) -> dict:
+        return self._rows[row][0]
+
+    def data(self, index, role=Qt.ItemDataRole.DisplayRole):
+        if not index.isValid():
+            return None
+        event, cells = self._rows[index.row()]
+        if role == Qt.ItemDataRole.DisplayRole:
+            return cells[index.column()]
+        kind = event.get("kind")
+        if role == Qt.ItemDataRole.BackgroundRole:
+            return FAILED_BACKGROUND if kind == "failed" else REJECTED_BACKGROUND if kind == "command_rejected" else None
+        if role == Qt.ItemDataRole.FontRole and kind == "failed":
+            font = QFont()
+            font.setBold(True)
+            return font
+        if role == Qt.ItemDataRole.ToolTipRole and index.column() == 3:
+            return json.dumps(event.get("payload"), indent=1, default=str)
+        if role == Qt.ItemDataRole.TextAlignmentRole and index.column() == 0:
+            return int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+        return None
+
+    def append(self, events: list[dict]) -> int:
+        """Add the displayable events; drop the oldest beyond max_rows. Returns rows dropped."""
+        new = [(e, (str(e.get("iteration", "")), clock(e.get("t")), str(e.get("kind", "")), summarize(e)))
+               for e in events if e.get("kind") not in SKIPPED]
+        new = new[-self.max_rows:]
+        if not new:
+            return 0
+        n = len(self._rows)
+        self.beginInsertRows(QModelIndex(), n, n + len(new) - 1)
+        self._rows.extend(new)
+        self.endInsertRows()
+        drop = len(self._rows) - self.max_rows
+        if drop > 0:
+            self.beginRemoveRows(QModelIndex(), 0, drop - 1)
+            del self._rows[:drop]
+            self.endRemoveRows()
+        return max(drop, 0)
+
+    def clear(self) -> None:
+        self.beginResetModel()
+        self._rows.clear()
+        self.endResetModel()
+
+
+class EventTimelinePanel(QWidget):
+    """The run's events, one line each; follows the newest unless the user scrolled up."""
+
+    event_selected = Signal(dict)
+
+    def __init__(self, parent: QWidget | None = None, max_rows: int = MAX_ROWS):
+        super().__init__(parent)
+        self.model = EventTableModel(max_rows, self)
+        self.view = QTableView(self)
+        self.view.setModel(self.model)
+        self.view.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+        self.view.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+        # per-item scrolling: the scroll value counts rows, which makes the adjustment after
+        # dropping old rows exact; fixed row heights keep 5000 rows cheap to lay out
+        self.view.setVerticalScrollMode(QAbstractItemView.ScrollMode.ScrollPerItem)
+        vh = self.view.verticalHeader()
+        vh.setVisible(False)
+        vh.setSectionResizeMode(QHeaderView.ResizeMode.Fixed)
+        vh.setDefaultSectionSize(self.view.fontMetrics().height() + 6)
+        # widths from the font, not ResizeToContents: that would measure thousands of rows
+        # on every append
+        hh = self.view.horizontalHeader()
+        bold = QFont(self.view.font())
+        bold.setBold(True)                      # failed lines are bold: size for them
+        fm = QFontMetrics(bold)
+        for col, sample in enumerate(("Iteration__", "00:00:00___", "variant_accepted__")):
+            hh.resizeSection(col, fm.horizontalAdvance(sample))
+        hh.setStretchLastSection(True)
+        self.view.doubleClicked.connect(self._on_double_click)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addWidget(self.view)
+
+    def at_bottom(self) -> bool:
+        bar = self.view.verticalScrollBar()
+        return bar.value() >= bar.maximum()
+
+    def append(self, events: list[dict]) -> None:
+        bar = self.view.verticalScrollBar()
+        follow = self.at_bottom()
+        value = bar.value()
+        dropped = self.model.append(events)
+        if follow:
+            self.view.scrollToBottom()
+        elif dropped:
+            # the lines the user is reading moved up by `dropped` rows; keep them in view
+            bar.setValue(max(0, value - dropped))
+
+    def clear(self) -> None:
+        self.model.clear()
+
+    def row_count(self) -> int:
+        return self.model.rowCount()
+
+    def _on_double_click(self, index: QModelIndex) -> None:
+        if index.isValid():
+            self.event_selected.emit(self.model.event_at(index.row()))

@@ -1,0 +1,139 @@
+"""History: every run of the database, sortable and filterable, with open/clone/resume/archive/delete."""
+from __future__ import annotations
+
+import time
+
+from PySide6 import QtCore, QtGui, QtWidgets
+
+from rla_engine import metrics as K
+
+COLUMNS = [("name", "name"), ("status", "status"), ("preset", "preset"), ("started", "started_at"),
+           ("duration", "duration"), ("iter", "iteration"), ("success", K.SUCCESS), ("eval", K.EVAL_SUCCESS),
+           ("μ", K.MU), ("difficulty", K.DIFFICULTY_MEAN), ("id", "id")]
+STATUS_COLOURS = {"running": "#2ca02c", "paused": "#ff7f0e", "crashed": "#d62728", "failed": "#d62728"}
+
+
+def duration_text(seconds: float | None) -> str:
+    if seconds is None:
+        return ""
+    m, s = divmod(int(seconds), 60)
+    h, m = divmod(m, 60)
+    return f"{h}:{m:02d}:{s:02d}" if h else f"{m}:{s:02d}"
+
+
+class RunsModel(QtCore.QAbstractTableModel):
+    def __init__(self):
+        super().__init__()
+        self.rows: list[dict] = []
+
+    def set_rows(self, rows: list[dict]) -> None:
+        if [r["id"] for r in rows] == [r["id"] for r in self.rows]:
+            self.rows = rows
+            self.dataChanged.emit(self.index(0, 0), self.index(len(rows) - 1, len(COLUMNS) - 1))
+        else:
+            self.layoutAboutToBeChanged.emit()
+            self.rows = rows
+            self.layoutChanged.emit()
+
+    def rowCount(self, parent=QtCore.QModelIndex()) -> int:
+        return 0 if parent.isValid() else len(self.rows)
+
+    def columnCount(self, parent=QtCore.QModelIndex()) -> int:
+        return len(COLUMNS)
+
+    def headerData(self, section, orientation, role=QtCore.Qt.ItemDataRole.DisplayRole):
+        if role == QtCore.Qt.ItemDataRole.DisplayRole and orientation == QtCore.Qt.Orientation.Horizontal:
+            return COLUMNS[section][0]
+        return None
+
+    def data(self, index, role=QtCore.Qt.ItemDataRole.DisplayRole):
+        row, (_, field) = self.rows[index.row()], COLUMNS[index.column()]
+        value = row.get(field)
+        if role == QtCore.Qt.ItemDataRole.UserRole:      # sort key: numbers as numbers
+            return value if value is not None else float("-inf")
+        if role == QtCore.Qt.ItemDataRole.ForegroundRole and field == "status" and value in STATUS_COLOURS:
+            return QtGui.QBrush(QtGui.QColor(STATUS_COLOURS[value]))
+        if role == QtCore.Qt.ItemDataRole.ToolTipRole:
+            return row.get("error") or row.get("notes") or None
+        if role != QtCore.Qt.ItemDataRole.DisplayRole:
+            return None
+        if field == "started_at":
+            return time.strftime("%Y-%m-%d %H:%M", time.localtime(value)) if value else ""
+        if field == "duration":
+            return duration_text(value)
+        if isinstance(value, float):
+            return f"{value:.3f}"
+        return "" if value is None else str(value)
+
+
+class HistoryPanel(QtWidgets.QWidget):
+    open_requested = QtCore.Signal(str)
+    clone_requested = QtCore.Signal(str)
+    resume_requested = QtCore.Signal(str)
+    archive_requested = QtCore.Signal(str, bool)
+    delete_requested = QtCore.Signal(str)
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.model = RunsModel()
+        self.proxy = QtCore.QSortFilterProxyModel(self)
+        self.proxy.setSourceModel(self.model)
+        self.proxy.setSortRole(QtCore.Qt.ItemDataRole.UserRole)
+        self.proxy.setFilterKeyColumn(-1)
+        self.proxy.setFilterCaseSensitivity(QtCore.Qt.CaseSensitivity.CaseInsensitive)
+        self.table = QtWidgets.QTableView()
+        self.table.setModel(self.proxy)
+        self.table.setSortingEnabled(True)
+        self.table.sortByColumn(3, QtCore.Qt.SortOrder.DescendingOrder)
+        self.table.setSelectionBehavior(QtWidgets.QAbstractItemView.SelectionBehavior.SelectRows)
+        self.table.setSelectionMode(QtWidgets.QAbstractItemView.SelectionMode.ExtendedSelection)
+        self.table.verticalHeader().hide()
+        self.table.horizontalHeader().setStretchLastSection(True)
+        self.table.doubleClicked.connect(lambda _: self._emit(self.open_requested))
+        self.filter = QtWidgets.QLineEdit()
+        self.filter.setPlaceholderText("Find run (Ctrl+F): name, status, preset, id…")
+        self.filter.setClearButtonEnabled(True)
+        self.filter.textChanged.connect(self.proxy.setFilterFixedString)
+        self.show_archived = QtWidgets.QCheckBox("archived")
+        buttons = QtWidgets.QHBoxLayout()
+        self.buttons = {}
+        for label, signal in (("Open", self.open_requested), ("Clone config", self.clone_requested),
+                              ("Resume", self.resume_requested), ("Delete…", self.delete_requested)):
+            b = self.buttons[label] = QtWidgets.QPushButton(label)
+            b.clicked.connect(lambda _=False, s=signal: self._emit(s))
+            buttons.addWidget(b)
+        archive = self.buttons["Archive"] = QtWidgets.QPushButton("Archive / restore")
+        archive.clicked.connect(self._archive)
+        buttons.addWidget(archive)
+        buttons.addStretch(1)
+        top = QtWidgets.QHBoxLayout()
+        top.addWidget(self.filter, 1)
+        top.addWidget(self.show_archived)
+        layout = QtWidgets.QVBoxLayout(self)
+        layout.setContentsMargins(2, 2, 2, 2)
+        layout.addLayout(top)
+        layout.addWidget(self.table, 1)
+        layout.addLayout(buttons)
+
+    def set_runs(self, rows: list[dict]) -> None:
+        self.model.set_rows(rows)
+
+    def selected_ids(self) -> list[str]:
+        rows = {self.proxy.mapToSource(i).row() for i in self.table.selectionModel().selectedRows()}
+        return [self.model.rows[r]["id"] for r in sorted(rows)]
+
+    def select(self, run_id: str) -> None:
+        for r, row in enumerate(self.model.rows):
+            if row["id"] == run_id:
+                self.table.selectRow(self.proxy.mapFromSource(self.model.index(r, 0)).row())
+                return
+
+    def _emit(self, signal) -> None:
+        ids = self.selected_ids()
+        if ids:
+            signal.emit(ids[0])
+
+    def _archive(self) -> None:
+        for run_id in self.selected_ids():
+            row = next(r for r in self.model.rows if r["id"] == run_id)
+            self.archive_requested.emit(run_id, not row.get("archived"))

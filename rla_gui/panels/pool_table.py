@@ -1,0 +1,169 @@
+"""Task-pool table: one line per slot of the adaptive pool, with its pending candidate (DESIGN §6).
+
+Fed with store task rows (`Store.tasks(run_id, ["active", "pending"])`) on every poll. The
+model keeps the user's sort and scroll: a refresh with the same slots only emits dataChanged;
+a changed slot set emits layoutChanged with the persistent indexes moved by slot, so a selected
+slot stays selected.
+"""
+from __future__ import annotations
+
+import json
+import math
+
+from PySide6.QtCore import QAbstractTableModel, QModelIndex, QSortFilterProxyModel, Qt
+from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QTableView, QVBoxLayout, QWidget
+
+COLUMNS = ("Slot", "Family", "Version", "Difficulty", "Last acc", "Pending", "Pending d")
+ARROWS = {"harder": "harder ↑", "easier": "easier ↓"}
+SORT_ROLE = Qt.ItemDataRole.UserRole
+_MISSING = float("-inf")     # sorts empty numeric cells together, below every real value
+
+
+def _num(v) -> float | None:
+    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) else None
+
+
+def _fmt(v, digits: int = 2) -> str:
+    x = _num(v)
+    return "—" if x is None else f"{x:.{digits}f}"
+
+
+def pool_lines(rows: list[dict]) -> list[dict]:
+    """Merge active and pending rows into one line per slot, sorted by slot. The active row's
+    own `direction` is the history of how it got there, not a pending change, so only a
+    pending row fills the pending columns."""
+    lines: dict[int, dict] = {}
+    for r in rows:
+        slot = r.get("slot")
+        if not isinstance(slot, int):
+            continue
+        line = lines.setdefault(slot, {"slot": slot, "family": r.get("family"), "version": None,
+                                       "difficulty": None, "last_acc": None, "pending": None,
+                                       "pending_difficulty": None, "params": None})
+        if r.get("status") == "pending":
+            line["pending"] = r.get("direction")
+            line["pending_difficulty"] = r.get("difficulty")
+        elif r.get("status") == "active":
+            line.update(family=r.get("family"), version=r.get("version"), difficulty=r.get("difficulty"),
+                        last_acc=r.get("last_acc"), params=r.get("params_json"))
+    return [lines[s] for s in sorted(lines)]
+
+
+class PoolTableModel(QAbstractTableModel):
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self._lines: list[dict] = []
+
+    def rowCount(self, parent=QModelIndex()) -> int:
+        return 0 if parent.isValid() else len(self._lines)
+
+    def columnCount(self, parent=QModelIndex()) -> int:
+        return 0 if parent.isValid() else len(COLUMNS)
+
+    def headerData(self, section, orientation, role=Qt.ItemDataRole.DisplayRole):
+        if orientation == Qt.Orientation.Horizontal and role == Qt.ItemDataRole.DisplayRole:
+            return COLUMNS[section]
+        return None
+
+    def line(self, row: int) -> dict:
+        return self._lines[row]
+
+    def data(self, index, role=Qt.ItemDataRole.DisplayRole):
+        if not index.isValid():
+            return None
+        line, col = self._lines[index.row()], index.column()
+        if role == Qt.ItemDataRole.DisplayRole:
+            return self._display(line, col)
+        if role == SORT_ROLE:
+            return self._sort_key(line, col)
+        if role == Qt.ItemDataRole.TextAlignmentRole and col not in (1, 5):
+            return int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+        if role == Qt.ItemDataRole.ToolTipRole and line["params"]:
+            return self._params_tip(line["params"])
+        return None
+
+    @staticmethod
+    def _display(line: dict, col: int) -> str:
+        if col == 0:
+            return str(line["slot"])
+        if col == 1:
+            return line["family"] or ""
+        if col == 2:
+            return "—" if line["version"] is None else f"v{line['version']}"
+        if col == 3:
+            return _fmt(line["difficulty"])
+        if col == 4:
+            return _fmt(line["last_acc"])
+        if col == 5:
+            return ARROWS.get(line["pending"], line["pending"] or "")
+        return "" if line["pending"] is None else _fmt(line["pending_difficulty"])
+
+    @staticmethod
+    def _sort_key(line: dict, col: int):
+        """Numbers sort as numbers (slot 10 after slot 2; full precision, not the 2-decimal text)."""
+        key = ("slot", "family", "version", "difficulty", "last_acc", "pending", "pending_difficulty")[col]
+        v = line[key]
+        if col in (1, 5):
+            return v or ""
+        x = _num(v)
+        return _MISSING if x is None else x
+
+    @staticmethod
+    def _params_tip(params_json: str) -> str:
+        try:
+            return json.dumps(json.loads(params_json), indent=1)
+        except (TypeError, ValueError):
+            return str(params_json)
+
+    def set_rows(self, rows: list[dict]) -> None:
+        new = pool_lines(rows)
+        if [l["slot"] for l in new] == [l["slot"] for l in self._lines]:
+            self._lines = new
+            if new:   # in place: the view keeps its sort, scroll and selection untouched
+                self.dataChanged.emit(self.index(0, 0), self.index(len(new) - 1, len(COLUMNS) - 1))
+            return
+        self.layoutAboutToBeChanged.emit()
+        old_slots = [l["slot"] for l in self._lines]
+        row_of = {l["slot"]: i for i, l in enumerate(new)}
+        olds = self.persistentIndexList()
+        targets = [row_of.get(old_slots[i.row()]) if 0 <= i.row() < len(old_slots) else None for i in olds]
+        self._lines = new
+        # indexes follow their slot to its new row (built after the swap: index() checks the
+        # new row count); a slot that left takes its indexes with it
+        self.changePersistentIndexList(olds, [QModelIndex() if r is None else self.index(r, i.column())
+                                              for i, r in zip(olds, targets)])
+        self.layoutChanged.emit()
+
+
+class TaskPoolPanel(QWidget):
+    """A sortable table of the pool: slot, family, version, difficulty, last accuracy and the
+    pending candidate (direction, difficulty)."""
+
+    def __init__(self, parent: QWidget | None = None):
+        super().__init__(parent)
+        self.model = PoolTableModel(self)
+        self.proxy = QSortFilterProxyModel(self)
+        self.proxy.setSourceModel(self.model)
+        self.proxy.setSortRole(SORT_ROLE)
+        self.proxy.setDynamicSortFilter(True)   # an update re-sorts under the user's chosen column
+        self.view = QTableView(self)
+        self.view.setModel(self.proxy)
+        self.view.setSortingEnabled(True)
+        self.view.sortByColumn(0, Qt.SortOrder.AscendingOrder)
+        self.view.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+        self.view.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+        self.view.setAlternatingRowColors(True)
+        self.view.verticalHeader().setVisible(False)
+        self.view.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+        self.view.horizontalHeader().setStretchLastSection(True)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addWidget(self.view)
+
+    def set_rows(self, rows: list[dict]) -> None:
+        self.model.set_rows(rows)
+
+    def visible_lines(self) -> list[dict]:
+        """The lines in the order the user sees them (after sorting)."""
+        return [self.model.line(self.proxy.mapToSource(self.proxy.index(r, 0)).row())
+                for r in range(self.proxy.rowCount())]

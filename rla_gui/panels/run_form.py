@@ -1,0 +1,173 @@
+"""New-run panel (DESIGN §6): preset picker, run name, the generated config form, save/load TOML.
+
+The panel only emits `start_requested`; starting the engine is the composition root's business,
+so this file needs no store or client and stays testable on its own.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from PySide6.QtCore import QSignalBlocker, Qt, Signal
+from PySide6.QtGui import QKeySequence, QShortcut
+from PySide6.QtWidgets import (QComboBox, QFileDialog, QFormLayout, QHBoxLayout, QLabel, QLineEdit,
+                               QPushButton, QVBoxLayout, QWidget)
+
+from rla_engine.config import (Config, ConfigError, load_file, merge, preset_data, preset_description,
+                               preset_names)
+from rla_engine.config import validate as validate_config
+
+from ..widgets.config_form import ConfigForm
+
+DEFAULTS_LABEL = "(defaults)"
+TOML_FILTER = "TOML files (*.toml);;All files (*)"
+ERROR_STYLE = "color: #d32f2f;"
+
+
+class NewRunPanel(QWidget):
+    """Emits `start_requested(config, preset name or "", run name)` with a validated Config."""
+
+    start_requested = Signal(object, str, str)
+
+    def __init__(self, parent: QWidget | None = None):
+        super().__init__(parent)
+        self.preset_combo = QComboBox()
+        self.preset_combo.setObjectName("preset")
+        self.preset_combo.addItem(DEFAULTS_LABEL, "")
+        self.preset_combo.setItemData(0, "The defaults in code, no preset.", Qt.ItemDataRole.ToolTipRole)
+        for name in preset_names():
+            self.preset_combo.addItem(name, name)
+            self.preset_combo.setItemData(self.preset_combo.count() - 1, preset_description(name),
+                                          Qt.ItemDataRole.ToolTipRole)
+        self.name_edit = QLineEdit()
+        self.name_edit.setObjectName("run_name")
+        self.name_edit.setPlaceholderText("Run name (optional)")
+        self.form = ConfigForm()
+        self.error_label = QLabel()
+        self.error_label.setObjectName("error")
+        self.error_label.setStyleSheet(ERROR_STYLE)
+        self.error_label.setWordWrap(True)
+        self.error_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.load_button = QPushButton("Load TOML…")
+        self.save_button = QPushButton("Save TOML…")
+        self.start_button = QPushButton("Start")
+        # Default button works when the panel sits in a dialog; Enter in the name field and
+        # Ctrl+Return cover the dock case, where Qt has no default button.
+        self.start_button.setDefault(True)
+        self._layout()
+
+        self.preset_combo.currentIndexChanged.connect(self._apply_preset)
+        self.form.changed.connect(self._revalidate)
+        self.start_button.clicked.connect(self._start)
+        self.name_edit.returnPressed.connect(self._start)
+        QShortcut(QKeySequence("Ctrl+Return"), self, self._start,
+                  context=Qt.ShortcutContext.WidgetWithChildrenShortcut)
+        self.save_button.clicked.connect(self._save_file)
+        self.load_button.clicked.connect(self._load_file)
+        self._revalidate()
+
+    def _layout(self) -> None:
+        top = QFormLayout()
+        top.addRow("Preset", self.preset_combo)
+        top.addRow("Run name", self.name_edit)
+        buttons = QHBoxLayout()
+        buttons.addWidget(self.load_button)
+        buttons.addWidget(self.save_button)
+        buttons.addStretch(1)
+        buttons.addWidget(self.start_button)
+        column = QVBoxLayout(self)
+        column.addLayout(top)
+        column.addWidget(self.form, 1)
+        column.addWidget(self.error_label)
+        column.addLayout(buttons)
+
+    # ------------------------------------------------------------------ state
+
+    def preset(self) -> str:
+        return self.preset_combo.currentData() or ""
+
+    def _show_error(self, message: str) -> None:
+        self.error_label.setText(message)
+
+    def _revalidate(self) -> None:
+        error = self.form.validate()
+        self._show_error("" if error is None else str(error))
+        # Saving is held back too: a saved invalid file would be refused by `rla run --config`.
+        for button in (self.start_button, self.save_button):
+            button.setEnabled(error is None)
+            button.setToolTip("" if error is None else "Fix the marked field first.")
+
+    def _select_preset_quietly(self, name: str) -> None:
+        # Loading a config shows where it came from without re-applying the preset over it.
+        with QSignalBlocker(self.preset_combo):
+            self.preset_combo.setCurrentIndex(max(0, self.preset_combo.findData(name)))
+
+    # ------------------------------------------------------------------ actions
+
+    def _apply_preset(self, index: int) -> None:
+        """A preset replaces the whole form: defaults merged with the preset, nothing kept."""
+        name = self.preset_combo.itemData(index) or ""
+        cfg = Config()
+        try:
+            if name:
+                merge(cfg, preset_data(name))
+        except ConfigError as e:
+            self._show_error(str(e))
+            return
+        self.form.set_config(cfg)
+
+    def load_config(self, config_dict: dict, preset: str = "") -> bool:
+        """Fill the form from a nested dict (a past run's config, a TOML file) merged over the
+        defaults. On an unknown key or bad value the form is left as it was, the error shown."""
+        if not isinstance(config_dict, dict):
+            self._show_error(f"invalid config: expected a table of sections, got {type(config_dict).__name__}")
+            return False
+        try:
+            cfg = merge(Config(), config_dict)
+        except ConfigError as e:
+            self._show_error(str(e))
+            return False
+        # A preset that no longer exists falls back to "(defaults)"; the values are all loaded.
+        self._select_preset_quietly(preset)
+        self.form.set_config(cfg)
+        return True
+
+    def _start(self) -> None:
+        if not self.start_button.isEnabled():
+            return  # Enter/Ctrl+Return on an invalid form: the marked field already says why
+        try:
+            cfg = validate_config(self.form.config())
+        except ConfigError as e:
+            self._show_error(str(e))
+            return
+        self.start_requested.emit(cfg, self.preset(), self.name_edit.text().strip())
+
+    def _save_file(self) -> None:
+        try:
+            cfg = validate_config(self.form.config())
+        except ConfigError as e:
+            self._show_error(str(e))
+            return
+        path, _ = QFileDialog.getSaveFileName(self, "Save configuration", "", TOML_FILTER)
+        if not path:
+            return
+        target = Path(path)
+        if not target.suffix:
+            target = target.with_suffix(".toml")  # not every platform dialog adds it
+        try:
+            target.write_text(cfg.to_toml(), encoding="utf-8")
+        except OSError as e:
+            self._show_error(f"cannot save {target}: {e.strerror or e}")
+
+    def _load_file(self) -> None:
+        path, _ = QFileDialog.getOpenFileName(self, "Load configuration", "", TOML_FILTER)
+        if not path:
+            return
+        try:
+            data = load_file(path)
+        except ConfigError as e:
+            self._show_error(str(e))
+            return
+        except OSError as e:  # load_file reports a missing file; permissions etc. land here
+            self._show_error(f"cannot read {path}: {e.strerror or e}")
+            return
+        self.load_config(data, "")

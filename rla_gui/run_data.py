@@ -1,0 +1,132 @@
+"""A run's metric history in growing numpy buffers: what the plots draw from.
+
+Appends are amortised O(1) (capacity doubles); a plot asks for views, never copies. The x-axis
+can be the iteration, the environment steps (`perf/env_steps` of that iteration) or the wall
+time since the run's first stored iteration.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from rla_engine import metrics as K
+
+X_AXES = ("iteration", "env steps", "wall time (s)")
+
+
+class Column:
+    """One metric key: parallel buffers of iteration, value and commit time."""
+
+    def __init__(self, capacity: int = 256):
+        self.it = np.empty(capacity, np.float64)
+        self.val = np.empty(capacity, np.float64)
+        self.t = np.empty(capacity, np.float64)
+        self.n = 0
+
+    def extend(self, its, vals, ts) -> None:
+        k = len(its)
+        if self.n + k > len(self.it):
+            cap = max(2 * len(self.it), self.n + k)
+            for name in ("it", "val", "t"):
+                buf = np.empty(cap, np.float64)
+                buf[: self.n] = getattr(self, name)[: self.n]
+                setattr(self, name, buf)
+        self.it[self.n:self.n + k] = its
+        self.val[self.n:self.n + k] = vals
+        self.t[self.n:self.n + k] = ts
+        self.n += k
+
+    def truncate_after(self, iteration: int) -> None:
+        self.n = int(np.searchsorted(self.it[: self.n], iteration, side="right"))
+
+
+class RunData:
+    def __init__(self) -> None:
+        self.columns: dict[str, Column] = {}
+        self.version = 0            # bumped on every change; plots redraw when it moved
+        self.t0: float | None = None
+
+    def clear(self) -> None:
+        self.columns.clear()
+        self.t0 = None
+        self.version += 1
+
+    def add(self, chunk: dict[str, tuple[list, list, list]]) -> set[str]:
+        for key, (its, vals, ts) in chunk.items():
+            col = self.columns.get(key)
+            if col is None:
+                col = self.columns[key] = Column(max(256, len(its)))
+            col.extend(its, vals, ts)
+            if ts and (self.t0 is None or ts[0] < self.t0):
+                self.t0 = ts[0]
+        if chunk:
+            self.version += 1
+        return set(chunk)
+
+    def truncate_after(self, iteration: int) -> None:
+        """A resume rewound the run: forget what came after its checkpoint."""
+        for col in self.columns.values():
+            col.truncate_after(iteration)
+        self.version += 1
+
+    def keys(self) -> list[str]:
+        return sorted(self.columns)
+
+    def tier_keys(self) -> list[str]:
+        return sorted((k for k in self.columns if K.tier_of(k) is not None), key=K.tier_of)
+
+    def last(self, key: str) -> float | None:
+        col = self.columns.get(key)
+        return float(col.val[col.n - 1]) if col and col.n else None
+
+    def last_iteration(self) -> int:
+        return max((int(c.it[c.n - 1]) for c in self.columns.values() if c.n), default=0)
+
+    def xy(self, key: str, x_axis: str = X_AXES[0]) -> tuple[np.ndarray, np.ndarray]:
+        col = self.columns.get(key)
+        if col is None or col.n == 0:
+            return np.empty(0), np.empty(0)
+        y = col.val[: col.n]
+        if x_axis == X_AXES[1]:
+            return self._env_steps_at(col.it[: col.n]), y
+        if x_axis == X_AXES[2]:
+            return col.t[: col.n] - (self.t0 or 0.0), y
+        return col.it[: col.n], y
+
+    def x_of_iteration(self, iterations: np.ndarray, x_axis: str) -> np.ndarray:
+        """Where an iteration sits on the chosen axis (for event markers)."""
+        if x_axis == X_AXES[1]:
+            return self._env_steps_at(iterations)
+        if x_axis == X_AXES[2]:
+            col = self.columns.get(K.ENV_STEPS)
+            if col is None or col.n == 0:
+                return iterations
+            idx = np.clip(np.searchsorted(col.it[: col.n], iterations), 0, col.n - 1)
+            return col.t[idx] - (self.t0 or 0.0)
+        return iterations
+
+    def _env_steps_at(self, iterations: np.ndarray) -> np.ndarray:
+        col = self.columns.get(K.ENV_STEPS)
+        if col is None or col.n == 0:
+            return iterations
+        idx = np.clip(np.searchsorted(col.it[: col.n], iterations), 0, col.n - 1)
+        return col.val[idx]
+
+
+def ema(y: np.ndarray, weight: float) -> np.ndarray:
+    """Debiased exponential moving average (as TensorBoard's smoothing), vectorised in chunks
+    short enough that weight**-k cannot overflow."""
+    if weight <= 0 or len(y) == 0:
+        return y
+    out = np.empty_like(y, dtype=np.float64)
+    chunk = int(max(1, min(4096, 600 / -np.log(weight))))
+    state, seen = 0.0, 0
+    for start in range(0, len(y), chunk):
+        seg = y[start:start + chunk].astype(np.float64)
+        k = np.arange(1, len(seg) + 1)
+        pw = weight ** k
+        acc = np.cumsum(seg * (1 - weight) * weight ** -k.astype(np.float64))
+        raw = pw * (state + acc)
+        state = raw[-1]
+        out[start:start + len(seg)] = raw / (1 - weight ** (seen + k))
+        seen += len(seg)
+    return out

@@ -1,0 +1,16 @@
+"""Light/dark: Qt widgets follow the OS by themselves; plots are told here, before they are built."""
+from __future__ import annotations
+
+import pyqtgraph as pg
+from PySide6 import QtCore, QtWidgets
+
+
+def is_dark() -> bool:
+    app = QtWidgets.QApplication.instance()
+    return bool(app) and app.styleHints().colorScheme() == QtCore.Qt.ColorScheme.Dark
+
+
+def apply_plot_theme() -> None:
+    dark = is_dark()
+    pg.setConfigOptions(background="#1e1e1e" if dark else "w", foreground="#dddddd" if dark else "#333333",
+                        antialias=False)
