@@ -196,7 +196,7 @@ class EngineClient:
                 last_iteration = min(last_iteration, min(e["payload"]["to"] for e in events if e["kind"] == "rewound"))
             metrics = await self._db("columns_since", run_id, last_iteration)
             if metrics:
-                last_iteration = max(cols[0][-1] for cols in metrics.values())
+                last_iteration = int(max(cols[0][-1] for cols in metrics.values()))
             if events:
                 last_event = events[-1]["id"]
             if metrics or events or rewound:

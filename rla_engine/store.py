@@ -18,9 +18,11 @@ import time
 from pathlib import Path
 from typing import Any, Iterable
 
+import numpy as np
 import sqlite_utils
 
 LIVE = ("running", "paused")
+_COLUMN_DTYPE = np.dtype([("it", np.float64), ("value", np.float64), ("t", np.float64)])
 FINAL = ("completed", "stopped", "failed", "crashed")
 BUSY_TIMEOUT_MS = 10_000
 
@@ -294,20 +296,39 @@ class Store:
             args += keys
         return list(self.db.query(sql + " ORDER BY iteration, key", args))
 
-    def columns_since(self, run_id: str, after_iteration: int = 0) -> dict[str, tuple[list, list, list]]:
-        """Metrics after an iteration, by key, as columns (iterations, values, t): what a plot
-        appends to its buffers, without one dict per row for a long history."""
-        out: dict[str, tuple[list, list, list]] = {}
-        cur = self.db.execute("SELECT key, iteration, value, t FROM metrics WHERE run_id = ? AND iteration > ? "
-                              "ORDER BY key, iteration", [run_id, after_iteration])
-        key, cols = None, None
-        for k, it, v, t in cur:
-            if k != key:
-                key, cols = k, out.setdefault(k, ([], [], []))
-            cols[0].append(it)
-            cols[1].append(v)
-            cols[2].append(t)
+    def metric_keys(self, run_id: str) -> list[str]:
+        """Distinct keys of a run by hopping along the (run_id, key, iteration) index: one seek
+        per key, not a scan of a long history."""
+        keys, last = [], ""
+        while True:
+            row = self.db.execute("SELECT min(key) FROM metrics WHERE run_id = ? AND key > ?", [run_id, last]).fetchone()
+            if row[0] is None:
+                return keys
+            keys.append(last := row[0])
+
+    def columns_since(self, run_id: str, after_iteration: int = 0) -> dict[str, tuple[np.ndarray, ...]]:
+        """Metrics after an iteration, by key, as numpy columns (iterations, values, t) — what a
+        plot appends to its buffers; a million-row history loads without a Python object per row."""
+        out = {}
+        for key in self.metric_keys(run_id):
+            cur = self.db.execute("SELECT iteration, value, t FROM metrics WHERE run_id = ? AND key = ? "
+                                  "AND iteration > ? ORDER BY iteration", [run_id, key, after_iteration])
+            rows = np.fromiter(cur, dtype=_COLUMN_DTYPE)
+            if len(rows):
+                out[key] = (rows["it"], rows["value"], rows["t"])
         return out
+
+    def insert_history(self, run_id: str, metrics: Iterable[tuple[int, str, float, float]],
+                       iterations: Iterable[tuple[int, float, int, float]]) -> None:
+        """Bulk-load stored history (an import, a benchmark): (iteration, key, value, t) rows and
+        (iteration, t, env_steps, wall_s) rows, in one transaction."""
+        with self.db.conn as conn:
+            conn.executemany("INSERT OR REPLACE INTO metrics (run_id, iteration, key, value, t) VALUES (?, ?, ?, ?, ?)",
+                             ((run_id, it, k, float(v), t) for it, k, v, t in metrics))
+            conn.executemany("INSERT OR REPLACE INTO iterations (run_id, iteration, t, env_steps, wall_s) "
+                             "VALUES (?, ?, ?, ?, ?)", ((run_id, it, t, n, w) for it, t, n, w in iterations))
+            conn.execute("UPDATE runs SET iteration = (SELECT max(iteration) FROM iterations WHERE run_id = ?) "
+                         "WHERE id = ?", [run_id, run_id])
 
     def metrics_by_iteration(self, run_id: str) -> dict[int, dict[str, float]]:
         out: dict[int, dict[str, float]] = {}

@@ -56,7 +56,7 @@ class RunData:
             if col is None:
                 col = self.columns[key] = Column(max(256, len(its)))
             col.extend(its, vals, ts)
-            if ts and (self.t0 is None or ts[0] < self.t0):
+            if len(ts) and (self.t0 is None or ts[0] < self.t0):
                 self.t0 = ts[0]
         if chunk:
             self.version += 1
@@ -112,21 +112,25 @@ class RunData:
         return col.val[idx]
 
 
-def ema(y: np.ndarray, weight: float) -> np.ndarray:
+def ema(y: np.ndarray, weight: float, state: float = 0.0, seen: int = 0) -> np.ndarray:
     """Debiased exponential moving average (as TensorBoard's smoothing), vectorised in chunks
-    short enough that weight**-k cannot overflow."""
+    short enough that weight**-k cannot overflow. `state`/`seen` continue an earlier call
+    (see ema_state), so appends cost only their own length."""
     if weight <= 0 or len(y) == 0:
-        return y
-    out = np.empty_like(y, dtype=np.float64)
+        return np.asarray(y, dtype=np.float64)
+    out = np.empty(len(y), dtype=np.float64)
     chunk = int(max(1, min(4096, 600 / -np.log(weight))))
-    state, seen = 0.0, 0
     for start in range(0, len(y), chunk):
-        seg = y[start:start + chunk].astype(np.float64)
-        k = np.arange(1, len(seg) + 1)
-        pw = weight ** k
-        acc = np.cumsum(seg * (1 - weight) * weight ** -k.astype(np.float64))
-        raw = pw * (state + acc)
+        seg = np.asarray(y[start:start + chunk], dtype=np.float64)
+        k = np.arange(1, len(seg) + 1, dtype=np.float64)
+        acc = np.cumsum(seg * (1 - weight) * weight ** -k)
+        raw = weight ** k * (state + acc)
         state = raw[-1]
         out[start:start + len(seg)] = raw / (1 - weight ** (seen + k))
         seen += len(seg)
     return out
+
+
+def ema_state(smoothed_last: float, weight: float, seen: int) -> float:
+    """The undebiased EMA state behind the last smoothed value of `seen` points."""
+    return smoothed_last * (1 - weight ** seen)

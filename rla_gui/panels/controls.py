@@ -8,7 +8,7 @@ from __future__ import annotations
 from PySide6 import QtCore, QtWidgets
 
 LIVE = ("running", "paused")
-RESUMABLE = ("stopped", "crashed", "failed", "completed")
+RESUMABLE = ("stopped", "crashed", "failed")
 
 
 class ControlsPanel(QtWidgets.QWidget):

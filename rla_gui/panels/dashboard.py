@@ -11,9 +11,11 @@ from PySide6 import QtCore, QtWidgets
 from rla_engine import metrics as K
 
 from ..run_data import X_AXES, RunData
-from ..widgets.metric_plot import MetricPlot
+from ..widgets.metric_plot import MetricCurve, MetricPlot
 
-REDRAW_MS = 100
+# The timer refreshes one plot per tick, round robin: each plot redraws at most every
+# REDRAW_MS × 5 = 100 ms (≤ 10 Hz), and one tick's work is one plot, not five.
+REDRAW_MS = 20
 MARKER_KINDS = ("pause", "resume", "set_difficulty", "failed", "resumed_from_checkpoint")
 MAX_VARIANT_POINTS = 20_000
 TIER_COLOURS = ["#c6dbef", "#9ecae1", "#6baed6", "#3182bd", "#08519c", "#08306b"]
@@ -24,27 +26,28 @@ class DifficultyPlot(MetricPlot):
 
     def __init__(self, data: RunData):
         super().__init__("Task difficulty", (K.DIFFICULTY_MEAN,), data)
-        self.lo = self.plotItem.plot(pen=None)
-        self.hi = self.plotItem.plot(pen=None)
+        self.band_curves = [MetricCurve(self.plotItem, key, "#1f77b4", smooth=False, pen=pg.mkPen(None))
+                            for key in (K.DIFFICULTY_MIN, K.DIFFICULTY_MAX)]
+        self.lo, self.hi = (c.line for c in self.band_curves)
         band = pg.FillBetweenItem(self.lo, self.hi, brush=pg.mkBrush(31, 119, 180, 50))
         self.plotItem.addItem(band)
-        self.accepted = pg.ScatterPlotItem(size=7, symbol="t1", brush=pg.mkBrush("#2ca02c"), pen=None,
+        self.accepted = pg.ScatterPlotItem(size=5, symbol="t1", brush=pg.mkBrush(44, 160, 44, 110), pen=None,
                                            name="accepted variant")
-        self.rejected = pg.ScatterPlotItem(size=5, symbol="x", brush=pg.mkBrush(120, 120, 120, 120), pen=None,
+        self.rejected = pg.ScatterPlotItem(size=4, symbol="x", brush=pg.mkBrush(120, 120, 120, 60), pen=None,
                                            name="rejected variant")
         for item in (self.accepted, self.rejected):
-            self.plotItem.addItem(item)
-            self.plotItem.legend.addItem(item, item.opts["name"])
+            self.plotItem.addItem(item)   # named items join the legend by themselves
         self.variants: list[tuple[int, float, bool]] = []
-        self._drawn_band = None
+        self._drawn_variants = None
 
     def refresh(self) -> None:
         super().refresh()
-        stamp = (self.data.version, self.x_axis)
-        if stamp != self._drawn_band:
-            self._drawn_band = stamp
-            for item, key in ((self.lo, K.DIFFICULTY_MIN), (self.hi, K.DIFFICULTY_MAX)):
-                item.setData(*self.data.xy(key, self.x_axis))
+        pixels = max(100, int(self.plotItem.vb.width()))
+        for curve in self.band_curves:
+            curve.draw(self.data, self.x_axis, 0.0, self._last_x, pixels)
+        stamp = (len(self.variants), self.variants[-1] if self.variants else None, self.x_axis)
+        if stamp != self._drawn_variants:     # scatter points change only with variant events
+            self._drawn_variants = stamp
             self._draw_variants()
 
     def add_variants(self, events: list[dict]) -> None:
@@ -53,7 +56,6 @@ class DifficultyPlot(MetricPlot):
                 self.variants.append((e["iteration"], e["payload"].get("difficulty", float("nan")),
                                       e["kind"] == "variant_accepted"))
         del self.variants[:-MAX_VARIANT_POINTS]
-        self._drawn_band = None
 
     def _draw_variants(self) -> None:
         import numpy as np
@@ -65,10 +67,18 @@ class DifficultyPlot(MetricPlot):
             arr = np.array(pts, dtype=np.float64)
             item.setData(self.data.x_of_iteration(arr[:, 0], self.x_axis), arr[:, 1])
 
+    def reset_drawn(self) -> None:
+        super().reset_drawn()
+        for curve in self.band_curves:
+            curve.drawn = None
+        self._drawn_variants = None
+
     def reset(self) -> None:
         super().reset()
         self.variants.clear()
-        self._drawn_band = None
+        self._drawn_variants = None
+        for curve in self.band_curves:
+            curve.drawn = None
         for item in (self.lo, self.hi, self.accepted, self.rejected):
             item.setData([], [])
 
@@ -123,7 +133,8 @@ class DashboardPanel(QtWidgets.QWidget):
         layout.addLayout(grid, 1)
         self.timer = QtCore.QTimer(self)
         self.timer.setInterval(REDRAW_MS)
-        self.timer.timeout.connect(self.refresh)
+        self._next = 0
+        self.timer.timeout.connect(self.tick)
         self.timer.start()
         self._apply_view()
 
@@ -132,13 +143,27 @@ class DashboardPanel(QtWidgets.QWidget):
         for plot in self.plots:
             plot.set_view(x_axis, smoothing, log_y=self.log_y.isChecked() and plot is self.losses)
 
-    def refresh(self) -> None:
+    def _add_tier_curves(self) -> None:
         new_tiers = [k for k in self.data.tier_keys() if k not in self._tiers]
         for i, key in enumerate(new_tiers, start=len(self._tiers)):
             self.policy.add_curve(key, TIER_COLOURS[i % len(TIER_COLOURS)], width=1.2)
             self._tiers.add(key)
         if new_tiers:
             self._apply_view()
+
+    def tick(self) -> None:
+        """Refresh the next plot that has something new (timer slot)."""
+        self._add_tier_curves()
+        for _ in range(len(self.plots)):
+            plot = self.plots[self._next]
+            self._next = (self._next + 1) % len(self.plots)
+            if plot.needs_refresh():
+                plot.refresh()
+                return
+
+    def refresh(self) -> None:
+        """Refresh every plot now (tests, benchmarks, a reopened run)."""
+        self._add_tier_curves()
         for plot in self.plots:
             plot.refresh()
 

@@ -10,46 +10,96 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6 import QtCore
 
-from ..run_data import X_AXES, RunData, ema
+from rla_engine import metrics as K
+
+from ..run_data import X_AXES, RunData, ema, ema_state
+from ..theme import is_dark
+from .lod import PeakPyramid
 
 PALETTE = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#bcbd22"]
 MARKER_COLOURS = {"pause": "#d62728", "resume": "#2ca02c", "set_difficulty": "#9467bd", "failed": "#000000",
                   "resumed_from_checkpoint": "#17becf"}
 
 
+LABELS = {K.SUCCESS: "success (train)", K.EVAL_SUCCESS: "eval success", K.REWARD: "reward R",
+          K.POSITIVE_FRACTION: "positive fraction", K.IN_BAND: "tasks in band", K.DIFFICULTY_MEAN: "pool mean",
+          K.PRECISION_BOUND: "precision bound (Thm 1)", K.MU: "μ", K.P_PLUS: "p₊", K.P_MINUS: "p₋"}
+
+
 def short(key: str) -> str:
-    return key.split("/", 1)[-1]
+    """The legend's name of a key: distinct within a panel (two keys end in success_rate)."""
+    if key in LABELS:
+        return LABELS[key]
+    tier = K.tier_of(key)
+    if tier is not None:
+        return f"eval @{tier:g}"
+    return key.split("/", 1)[-1].replace("_", " ")
 
 
 class MetricCurve:
-    """A key's line: the smoothed curve in full colour, the raw one faint behind it."""
+    """A key's line: the smoothed curve in full colour, the raw one faint behind it. Smoothing is
+    extended incrementally as points arrive; both series are drawn through min/max pyramids."""
 
-    def __init__(self, plot: pg.PlotItem, key: str, colour: str, dashed: bool = False, width: float = 2.0):
+    def __init__(self, plot: pg.PlotItem, key: str, colour: str, dashed: bool = False, width: float = 2.0,
+                 smooth: bool = True, pen=None):
         style = QtCore.Qt.PenStyle.DashLine if dashed else QtCore.Qt.PenStyle.SolidLine
-        self.key = key
+        self.key, self.smooth = key, smooth
         faint = pg.mkColor(colour)
         faint.setAlpha(60)
         self.raw = plot.plot(pen=pg.mkPen(faint, width=1))
-        self.line = plot.plot(pen=pg.mkPen(colour, width=width, style=style), name=short(key))
+        self.line = plot.plot(pen=pen if pen is not None else pg.mkPen(colour, width=width, style=style),
+                              name=short(key) if pen is None else None)
         for item in (self.raw, self.line):
-            item.setDownsampling(auto=True, method="peak")
-            item.setClipToView(True)
             item.setSkipFiniteCheck(True)
+        self.raw_lod, self.smooth_lod = PeakPyramid(), PeakPyramid()
+        self.smoothed = np.empty(0)
+        self.weight = None
+        self.done = 0                  # points already in the pyramids
         self.drawn: tuple | None = None
 
-    def draw(self, data: RunData, x_axis: str, smoothing: float) -> None:
-        stamp = (data.version, x_axis, smoothing)
+    def _catch_up(self, y: np.ndarray, weight: float) -> None:
+        n = len(y)
+        if n < self.done or weight != self.weight:      # rewound, or new smoothing: start over
+            self.done, self.weight = 0, weight
+            self.raw_lod.reset()
+            self.smooth_lod.reset()
+            self.smoothed = np.empty(0)
+        if n == self.done:
+            return
+        self.raw_lod.update(y, self.done)
+        if self.smooth and weight > 0:
+            state = ema_state(self.smoothed[self.done - 1], weight, self.done) if self.done else 0.0
+            new = ema(y[self.done:], weight, state, self.done)
+            if len(self.smoothed) < n:
+                grown = np.empty(max(2 * len(self.smoothed), n))
+                grown[: self.done] = self.smoothed[: self.done]
+                self.smoothed = grown
+            self.smoothed[self.done:n] = new
+            self.smooth_lod.update(self.smoothed[:n], self.done)
+        self.done = n
+
+    def draw(self, data: RunData, x_axis: str, smoothing: float, x_range: tuple | None, pixels: int) -> None:
+        stamp = (data.version, x_axis, smoothing, x_range, pixels)
         if stamp == self.drawn:
             return
         self.drawn = stamp
         x, y = data.xy(self.key, x_axis)
-        if smoothing > 0 and len(y) > 1:
-            self.raw.setData(x, y)
+        smoothing = smoothing if self.smooth else 0.0
+        self._catch_up(y, smoothing)
+        n = len(y)
+        if x_range is None:
+            i0, i1 = 0, n
+        else:
+            i0 = max(0, int(np.searchsorted(x, x_range[0])) - 1)
+            i1 = min(n, int(np.searchsorted(x, x_range[1])) + 1)
+        budget = max(200, 2 * pixels)
+        if smoothing > 0 and n > 1:
+            self.raw.setData(*self.raw_lod.view(x, y, i0, i1, budget))
             self.raw.show()
-            self.line.setData(x, ema(y, smoothing))
+            self.line.setData(*self.smooth_lod.view(x, self.smoothed[:n], i0, i1, budget))
         else:
             self.raw.hide()
-            self.line.setData(x, y)
+            self.line.setData(*self.raw_lod.view(x, y, i0, i1, budget))
 
     def nearest(self, data: RunData, x_axis: str, x: float) -> tuple[float, float] | None:
         xs, ys = data.xy(self.key, x_axis)
@@ -70,8 +120,13 @@ class MetricPlot(pg.PlotWidget):
         super().__init__(parent=parent)
         self.data, self.x_axis, self.smoothing = data, X_AXES[0], 0.0
         self.plotItem.setTitle(title)
-        self.plotItem.showGrid(x=True, y=True, alpha=0.2)
-        self.plotItem.addLegend(offset=(5, 5), labelTextSize="8pt")
+        # no grid: pyqtgraph paints grid lines through the axis picture at ~6 ms per axis per frame,
+        # which alone would eat the event loop's 16 ms budget
+        self.plotItem.showGrid(x=False, y=False)
+        legend = self.plotItem.addLegend(offset=(5, 5), labelTextSize="8pt", verSpacing=-6,
+                                         brush=pg.mkBrush(30, 30, 30, 150) if is_dark() else pg.mkBrush(255, 255, 255, 150),
+                                         pen=pg.mkPen(128, 128, 128, 120))
+        legend.setZValue(50)
         self.plotItem.setLabel("bottom", X_AXES[0])
         self.curves: dict[str, MetricCurve] = {}
         for i, key in enumerate(keys):
@@ -83,10 +138,24 @@ class MetricPlot(pg.PlotWidget):
         self.plotItem.addItem(self.readout, ignoreBounds=True)
         self.readout.hide()
         self.scene().sigMouseMoved.connect(self._hover)
+        self._last_x, self._drawn_state = None, None
+        self.plotItem.vb.sigXRangeChanged.connect(lambda *_: self._view_changed())
 
     def add_curve(self, key: str, colour: str, dashed: bool = False, width: float = 2.0) -> MetricCurve:
         curve = self.curves[key] = MetricCurve(self.plotItem, key, colour, dashed, width)
         return curve
+
+    def visible_x(self) -> tuple | None:
+        """None while x auto-ranges (draw everything, coarsely); else the x range in view."""
+        vb = self.plotItem.vb
+        if vb.autoRangeEnabled()[0]:
+            return None
+        x0, x1 = vb.viewRange()[0]
+        return (round(x0, 9), round(x1, 9))
+
+    def _view_changed(self) -> None:
+        if self.visible_x() != self._last_x:
+            self.refresh()
 
     def set_view(self, x_axis: str, smoothing: float, log_y: bool) -> None:
         if x_axis != self.x_axis:
@@ -96,11 +165,24 @@ class MetricPlot(pg.PlotWidget):
         self.smoothing = smoothing
         self.plotItem.setLogMode(y=log_y)
 
+    def needs_refresh(self) -> bool:
+        return (self.data.version, self.x_axis, self.smoothing) != self._drawn_state
+
     def refresh(self) -> None:
+        self._last_x = x_range = self.visible_x()
+        self._drawn_state = (self.data.version, self.x_axis, self.smoothing)
+        pixels = max(100, int(self.plotItem.vb.width()))
         for curve in self.curves.values():
-            curve.draw(self.data, self.x_axis, self.smoothing)
+            curve.draw(self.data, self.x_axis, self.smoothing, x_range, pixels)
+
+    def reset_drawn(self) -> None:
+        """Forget what was drawn (not the data): the next refresh re-sends every curve."""
+        self._drawn_state = None
+        for curve in self.curves.values():
+            curve.drawn = None
 
     def reset(self) -> None:
+        self._drawn_state = None
         for curve in self.curves.values():
             curve.drawn = None
             curve.raw.setData([], [])

@@ -1,0 +1,163 @@
+"""Console responsiveness (issue 3): event-loop stalls while a real run streams, redraw and
+pan/zoom of a 1,000,000-iteration history, start-up time to a shown main window.
+
+    QT_QPA_PLATFORM=offscreen .venv/bin/python benchmarks/gui_latency.py        (or under xvfb-run)
+"""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import qasync
+from PySide6 import QtCore, QtWidgets
+
+from rla_engine import config as C
+from rla_engine import metrics as K
+from rla_engine.store import open_store
+from rla_gui.app import build_app
+from rla_gui.main_window import MainWindow
+
+HISTORY_KEYS = [k for keys in K.PANELS.values() for k in keys if k != K.EVAL_SUCCESS] + [K.ENV_STEPS, K.ITERATION_S]
+
+
+def pct(xs, q):
+    return float(np.percentile(np.array(xs), q))
+
+
+async def stalls_while_streaming(win: MainWindow, seconds: float) -> list[float]:
+    """Intervals of a 5 ms timer beyond 5 ms, while a quickstart run streams into the window."""
+    cfg = C.build(preset="quickstart", sets=["run.iterations=100000"])
+    run_id = await win.session.client.start(cfg, preset="quickstart", name="latency")
+    win.open_run(run_id)
+    await asyncio.sleep(3.0)          # history loaded, plots drawing
+    late, last = [], time.perf_counter()
+
+    def tick():
+        nonlocal last
+        now = time.perf_counter()
+        late.append(max(0.0, (now - last) * 1000 - 5.0))
+        last = now
+    timer = QtCore.QTimer()
+    timer.setTimerType(QtCore.Qt.TimerType.PreciseTimer)
+    timer.timeout.connect(tick)
+    timer.start(5)
+    await asyncio.sleep(seconds)
+    timer.stop()
+    iterations = win.data.last_iteration()
+    await win.session.client.stop(run_id)
+    await win.session.client.wait(run_id)
+    print(f"  streamed {iterations} iterations into the window during the measurement")
+    return late[1:]
+
+
+def make_history(db: Path, n: int) -> str:
+    store = open_store(db)
+    store.create_run("big", name=f"{n:,} iterations", preset="", config=C.Config().to_dict(), device="cpu")
+    rng = np.random.default_rng(0)
+    its = np.arange(1, n + 1)
+    t = 1.7e9 + its * 0.05
+    walk = lambda: np.clip(0.5 + np.cumsum(rng.normal(0, 0.002, n)), 0, 1)   # noqa: E731
+    cols = {k: walk() for k in HISTORY_KEYS}
+    cols[K.ENV_STEPS] = its * 2000.0
+    rows = ((int(i), k, float(cols[k][i - 1]), float(t[i - 1])) for k in HISTORY_KEYS for i in its)
+    evals = ((int(i), K.EVAL_SUCCESS, float(cols[K.SUCCESS][i - 1]), float(t[i - 1])) for i in its[9::10])
+    store.insert_history("big", rows, ((int(i), float(t[i - 1]), int(i) * 2000, 0.05) for i in its))
+    store.insert_history("big", evals, [])
+    store.set_status("big", "completed")
+    store.close()
+    return "big"
+
+
+async def load_history(win: MainWindow) -> float:
+    t0 = time.perf_counter()
+    win.open_run("big")
+    while win.data.last_iteration() < 1 or win.session.run is None:
+        await asyncio.sleep(0.1)
+    return time.perf_counter() - t0
+
+
+def redraw_and_pan(win: MainWindow, app, repeats: int) -> tuple[list[float], list[float]]:
+    """Run outside any asyncio task: a synchronous repaint may process queued events."""
+    plots = [win.dashboard.policy, win.dashboard.agreement, win.dashboard.balance, win.dashboard.difficulty]
+    for p in plots:
+        p.plotItem.enableAutoRange()
+    win.dashboard.refresh()
+    app.processEvents()
+    full, pan = [], []
+    for r in range(repeats):
+        for p in plots:            # drop every curve's drawn state: data re-sent, then painted
+            p.reset_drawn()
+        t = time.perf_counter()
+        win.dashboard.refresh()
+        for p in plots:
+            p.grab()      # renders the whole plot now, as a repaint would
+        full.append((time.perf_counter() - t) * 1000)
+        lo = (100_000 + r * 20_000) * win.data.last_iteration() / 1_000_000
+        t = time.perf_counter()
+        for p in plots:
+            p.plotItem.setXRange(lo, lo + (200_000 - r * 5_000) * win.data.last_iteration() / 1_000_000, padding=0)
+            p.grab()      # renders the whole plot now, as a repaint would
+        pan.append((time.perf_counter() - t) * 1000)
+        for p in plots:
+            p.plotItem.enableAutoRange()
+    return full, pan
+
+
+def startup_s() -> float:
+    code = ("import time, sys; t0 = float(sys.argv[1]); import os\n"
+            "from rla_gui.app import build_app\n"
+            "from rla_gui.main_window import MainWindow\n"
+            "import qasync, asyncio, pathlib, tempfile\n"
+            "app = build_app([]); loop = qasync.QEventLoop(app); asyncio.set_event_loop(loop)\n"
+            "w = MainWindow(pathlib.Path(tempfile.mkdtemp()) / 'h.db'); w.show(); app.processEvents()\n"
+            "print(time.time() - t0)\n")
+    times = []
+    for _ in range(3):
+        out = subprocess.run([sys.executable, "-c", code, repr(time.time())], capture_output=True, text=True,
+                             env={**os.environ})
+        times.append(float(out.stdout.strip().splitlines()[-1]))
+    return statistics.median(times)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--seconds", type=float, default=20.0)
+    ap.add_argument("--iterations", type=int, default=1_000_000)
+    ap.add_argument("--repeats", type=int, default=15)
+    a = ap.parse_args()
+    print(f"start-up to a shown main window: {startup_s():.2f} s (median of 3)")
+    app = build_app([])
+    app.setQuitOnLastWindowClosed(False)
+    loop = qasync.QEventLoop(app)
+    asyncio.set_event_loop(loop)
+    with tempfile.TemporaryDirectory() as tmp, loop:
+        settings = QtCore.QSettings(str(Path(tmp) / "s.ini"), QtCore.QSettings.Format.IniFormat)
+        win = MainWindow(Path(tmp) / "lat.db", settings=settings)
+        win.resize(1600, 1000)
+        win.show()
+        late = loop.run_until_complete(stalls_while_streaming(win, a.seconds))
+        print(f"event-loop lateness of a 5 ms timer while a run streams ({len(late)} ticks): "
+              f"p50 {pct(late, 50):.1f} ms, p99 {pct(late, 99):.1f} ms, max {max(late):.1f} ms")
+        t = time.perf_counter()
+        make_history(Path(tmp) / "lat.db", a.iterations)
+        print(f"wrote a {a.iterations:,}-iteration history ({len(HISTORY_KEYS) + 1} keys) in "
+              f"{time.perf_counter() - t:.0f} s")
+        load = loop.run_until_complete(load_history(win))
+        full, pan = redraw_and_pan(win, app, a.repeats)
+        print(f"loaded it into the window in {load:.1f} s")
+        print(f"full redraw of the four panels: median {statistics.median(full):.1f} ms (max {max(full):.1f})")
+        print(f"pan/zoom of the four panels:    median {statistics.median(pan):.1f} ms (max {max(pan):.1f})")
+        win.close()
+        loop.run_until_complete(win.finished)
+
+
+if __name__ == "__main__":
+    main()

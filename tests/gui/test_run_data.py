@@ -1,0 +1,62 @@
+"""The plot buffers: growth, truncation on rewind, alternative x-axes, debiased EMA."""
+import numpy as np
+import pytest
+
+from rla_engine import metrics as K
+from rla_gui.run_data import X_AXES, RunData, ema
+
+
+def reference_ema(y, w):
+    out, s = [], 0.0
+    for i, v in enumerate(y, start=1):
+        s = w * s + (1 - w) * v
+        out.append(s / (1 - w ** i))
+    return np.array(out)
+
+
+@pytest.mark.parametrize("w", [0.0, 0.3, 0.6, 0.9, 0.99])
+def test_ema_matches_the_step_by_step_definition(w):
+    y = np.random.default_rng(0).normal(size=10_000)
+    got = ema(y, w)
+    assert np.allclose(got, reference_ema(y, w) if w else y, atol=1e-9)
+    assert ema(np.array([3.0, 3.0]), 0.9)[0] == pytest.approx(3.0)   # debiased: no pull towards 0
+
+
+def test_buffers_grow_truncate_and_map_axes():
+    data = RunData()
+    its = list(range(1, 1001))
+    data.add({K.SUCCESS: (its, [i / 1000 for i in its], [100.0 + i for i in its]),
+              K.ENV_STEPS: (its, [10.0 * i for i in its], [100.0 + i for i in its])})
+    data.add({K.SUCCESS: ([1001], [1.0], [1101.0])})
+    x, y = data.xy(K.SUCCESS)
+    assert len(x) == 1001 and x[-1] == 1001 and y[-1] == 1.0
+    x, _ = data.xy(K.SUCCESS, X_AXES[1])
+    assert x[9] == 100.0                          # iteration 10 ran 100 env steps
+    x, _ = data.xy(K.SUCCESS, X_AXES[2])
+    assert x[0] == 0.0 and x[9] == 9.0            # wall time since the first stored iteration
+    v = data.version
+    data.truncate_after(500)
+    assert data.version > v and data.last_iteration() == 500 and data.last(K.SUCCESS) == 0.5
+
+
+def test_peak_pyramid_incremental_equals_rebuilt_and_keeps_extremes():
+    from rla_gui.widgets.lod import FACTOR, PeakPyramid
+    rng = np.random.default_rng(1)
+    y = rng.normal(size=100_003)
+    x = np.arange(len(y), dtype=float)
+    grown = PeakPyramid()
+    done = 0
+    for n in (5, 9, 64, 1000, 4097, 50_000, 100_003):      # appends of ragged sizes
+        grown.update(y[:n], done)
+        done = n
+    whole = PeakPyramid()
+    whole.update(y, 0)
+    assert len(grown.lo) == len(whole.lo)
+    for a, b in zip(grown.lo + grown.hi, whole.lo + whole.hi):
+        assert np.array_equal(a, b)
+    xs, ys = whole.view(x, y, 0, len(y), 2000)
+    assert len(xs) <= 2000 and ys.min() == y.min() and ys.max() == y.max()   # no peak is lost
+    xs, ys = whole.view(x, y, 500, 700, 2000)                                 # few points: raw
+    assert np.array_equal(ys, y[500:700])
+    xs, ys = whole.view(x, y, 10_000, 60_000, 1000)
+    assert xs[0] <= 10_000 and xs[-1] >= 60_000 - FACTOR ** 3 and ys.max() == y[10_000:60_000].max()
