@@ -10,15 +10,18 @@ setup: $(STAMP)
 
 # torch is pinned first so the project's `torch>=2.4` is already satisfied by the CPU build
 # (a bare torch requirement would otherwise pull a multi-GB CUDA build).
+# pip's chatter goes to .venv/setup.log and is shown only if the setup fails.
 $(STAMP): pyproject.toml
-	test -x $(BIN)/python || $(PY) -m venv $(VENV)
-	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q torch==2.13.0
-	$(BIN)/python -m pip install -q -e '.[test]'
-	touch $(STAMP)
+	@test -x $(BIN)/python || $(PY) -m venv $(VENV)
+	@echo "setting up $(VENV) (torch CPU build, then the project with its test extra)…"
+	@{ $(BIN)/python -m pip install --upgrade pip && \
+	   $(BIN)/python -m pip install torch==2.13.0 && \
+	   $(BIN)/python -m pip install -e '.[test]'; } > $(VENV)/setup.log 2>&1 \
+	   || { cat $(VENV)/setup.log; echo "setup failed (log: $(VENV)/setup.log)"; exit 1; }
+	@touch $(STAMP)
 
 run: setup
-	$(BIN)/rla run --preset quickstart
+	@$(BIN)/rla-gui
 
 test: setup
 	QT_QPA_PLATFORM=offscreen $(BIN)/python -m pytest
@@ -26,6 +29,7 @@ test: setup
 bench: setup
 	$(BIN)/python benchmarks/throughput.py
 	$(BIN)/python benchmarks/learning.py
+	QT_QPA_PLATFORM=offscreen $(BIN)/python benchmarks/gui_latency.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info

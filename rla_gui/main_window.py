@@ -53,6 +53,7 @@ class MainWindow(QtWidgets.QMainWindow):
         self._closing = False
         self.finished: asyncio.Future | None = None
         self.open_database(db_path)
+        self._restore_preferences()
         if not self.restoreGeometry(self.settings.value("geometry", QtCore.QByteArray())):
             self.resize(1500, 950)
         if not self.restoreState(self.settings.value("state", QtCore.QByteArray())):
@@ -274,6 +275,23 @@ class MainWindow(QtWidgets.QMainWindow):
         box.show()
         self._shortcuts_box = box
 
+    # -- preferences -------------------------------------------------------------------------
+    def _restore_preferences(self) -> None:
+        d, st = self.dashboard, self.settings
+        d.x_axis.setCurrentText(str(st.value("plots/x_axis", d.x_axis.currentText())))
+        d.smoothing.setValue(int(st.value("plots/smoothing", d.smoothing.value())))
+        d.log_y.setChecked(str(st.value("plots/log_y", "false")) == "true")
+        preset = str(st.value("form/preset", "quickstart"))
+        if self.run_form.preset_combo.findText(preset) >= 0:
+            self.run_form.preset_combo.setCurrentText(preset)
+
+    def _save_preferences(self) -> None:
+        d, st = self.dashboard, self.settings
+        st.setValue("plots/x_axis", d.x_axis.currentText())
+        st.setValue("plots/smoothing", d.smoothing.value())
+        st.setValue("plots/log_y", "true" if d.log_y.isChecked() else "false")
+        st.setValue("form/preset", self.run_form.preset_combo.currentText())
+
     # -- closing -----------------------------------------------------------------------------
     def live_run_id(self) -> str | None:
         s = self.session
@@ -289,6 +307,7 @@ class MainWindow(QtWidgets.QMainWindow):
         else:
             choice = "detach"
         self._closing = True
+        self._save_preferences()
         self.settings.setValue("geometry", self.saveGeometry())
         self.settings.setValue("state", self.saveState())
         if self._history_task is not None:
