@@ -152,11 +152,32 @@ class EngineClient:
     async def latest_metrics(self, run_id: str) -> dict[str, float]:
         return await self._db("latest_metrics", run_id)
 
+    async def columns(self, run_id: str, after_iteration: int = 0) -> dict:
+        """A run's metrics as numpy columns by key (see Store.columns_since)."""
+        return await self._db("columns_since", run_id, after_iteration)
+
     async def tasks(self, run_id: str, statuses: list[str] | None = None) -> list[dict]:
         return await self._db("tasks", run_id, statuses)
 
     async def series(self, run_id: str, key: str) -> tuple[list[int], list[float]]:
         return await self._db("series", run_id, key)
+
+    async def search_runs(self, query: str, include_archived: bool = False) -> list[str]:
+        """Run ids whose name, notes or tags match (the database's full-text index)."""
+        return await self._db("search_runs", query, include_archived)
+
+    async def export(self, run_ids: list[str], fmt: str, out: Path, force: bool = False) -> str:
+        """Render a report with `python -m rla_gui.report` in a subprocess (Qt offscreen there,
+        the console's loop free here); return its message, raise EngineError on failure."""
+        proc = await asyncio.create_subprocess_exec(
+            self.python, "-m", "rla_gui.report", "--db", str(self.db_path), "--format", fmt, "--out", str(out),
+            *(["--force"] if force else []), *run_ids,
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT, stdin=asyncio.subprocess.DEVNULL)
+        output, _ = await proc.communicate()
+        text = output.decode(errors="replace").strip()
+        if proc.returncode != 0:
+            raise EngineError(f"export failed (exit {proc.returncode}):\n{text}")
+        return text
 
     async def set_notes(self, run_id: str, notes: str) -> None:
         await self._db("set_notes", run_id, notes)

@@ -68,7 +68,22 @@ def _m001_schema(db: sqlite_utils.Database) -> None:
     db["tasks"].create_index(["run_id", "slot", "version"])
 
 
-MIGRATIONS: list[tuple[str, Any]] = [("001_schema", _m001_schema)]
+def _m002_runs_fts(db: sqlite_utils.Database) -> None:
+    """Full-text search over runs(name, notes, tags), kept fresh by triggers (sqlite-utils'
+    layout: `runs_fts` with content=runs, triggers runs_ai/_ad/_au). The update trigger is
+    narrowed to those three columns: the engine updates its run row on every heartbeat and
+    iteration, and those writes must not churn the index."""
+    db["runs"].enable_fts(list(FTS_COLUMNS), create_triggers=True)
+    db.execute("DROP TRIGGER runs_au")
+    db.execute("CREATE TRIGGER runs_au AFTER UPDATE OF name, notes, tags ON runs BEGIN "
+               "INSERT INTO runs_fts (runs_fts, rowid, name, notes, tags) "
+               "VALUES ('delete', old.rowid, old.name, old.notes, old.tags); "
+               "INSERT INTO runs_fts (rowid, name, notes, tags) VALUES (new.rowid, new.name, new.notes, new.tags); "
+               "END")
+
+
+FTS_COLUMNS = ("name", "notes", "tags")
+MIGRATIONS: list[tuple[str, Any]] = [("001_schema", _m001_schema), ("002_runs_fts", _m002_runs_fts)]
 
 TASK_COLUMNS = ("run_id", "uid", "slot", "version", "family", "params_json", "difficulty", "status",
                 "last_acc", "direction", "prev_acc", "new_acc", "critic_json", "created_iteration",

@@ -26,6 +26,7 @@ from .widgets.status import StatusLine
 
 HISTORY_EVERY_S = 2.0
 SHORTCUTS = [("Space", "Pause / resume the open run"), ("Ctrl+N", "New run"), ("Ctrl+F", "Find a run in the history"),
+             ("Ctrl+E", "Export the selected runs (HTML, PDF, CSV, JSON)"),
              ("Ctrl+O", "Open a database"), ("Ctrl+Q", "Quit")]
 SUMMARY_KEYS = [K.SUCCESS, K.EVAL_SUCCESS, K.MU, K.DIFFICULTY_MEAN]
 
@@ -101,6 +102,7 @@ class MainWindow(QtWidgets.QMainWindow):
         self._action(file, "&New run", self.show_new_run, "Ctrl+N")
         self._action(file, "&Open database…", self.ask_open_database, "Ctrl+O")
         self._action(file, "New &database…", self.ask_new_database)
+        self._action(file, "&Export…", self.ask_export, "Ctrl+E")
         file.addSeparator()
         self._action(file, "&Quit", self.close, "Ctrl+Q")
         run = m.addMenu("&Run")
@@ -122,6 +124,9 @@ class MainWindow(QtWidgets.QMainWindow):
         h.archive_requested.connect(lambda rid, a: self._spawn(self.session.client.set_archived(rid, a)))
         h.delete_requested.connect(self.ask_delete)
         h.show_archived.toggled.connect(lambda _: self._spawn(self.refresh_history()))
+        h.compare_requested.connect(lambda ids: self._spawn(self.compare(ids)))
+        h.search_changed.connect(lambda text: self._spawn(self._search(text)))
+        h.notes_edited.connect(lambda rid, notes, tags: self._spawn(self._save_notes(rid, notes, tags)))
         c = self.controls
         c.pause_requested.connect(lambda: self._command("pause"))
         c.resume_requested.connect(lambda: self._command("resume"))
@@ -233,6 +238,46 @@ class MainWindow(QtWidgets.QMainWindow):
         import json
         self.run_form.load_config(json.loads(run["config_json"]), run.get("preset") or "")
         self.show_new_run()
+
+    async def compare(self, run_ids: list[str]) -> "CompareWindow":
+        from .panels.compare import CompareWindow
+        win = CompareWindow(self)
+        await win.load(self.session.client, run_ids)
+        win.show()
+        self.compare_windows = [w for w in getattr(self, "compare_windows", []) if w.isVisible()] + [win]
+        return win
+
+    async def _search(self, text: str) -> None:
+        ids = await self.session.client.search_runs(text) if text.strip() else []
+        if self.history.filter.text() == text:      # a later keystroke may have overtaken this one
+            self.history.proxy.set_extra_ids(set(ids))
+
+    async def _save_notes(self, run_id: str, notes: str, tags: list[str]) -> None:
+        await self.session.client.set_notes(run_id, notes)
+        await self.session.client.set_tags(run_id, tags)
+        await self.refresh_history()
+        self.statusBar().showMessage(f"notes of {run_id} saved", 3000)
+
+    EXPORT_FILTERS = {"HTML report (*.html)": "html", "PDF report (*.pdf)": "pdf",
+                      "CSV, long format (*.csv)": "csv", "JSON, re-importable (*.json)": "json"}
+
+    def ask_export(self) -> None:
+        ids = self.history.selected_ids() or ([self.session.run_id] if self.session.run_id else [])
+        if not ids:
+            self.statusBar().showMessage("select a run (or several) in the history to export", 5000)
+            return
+        path, chosen = QtWidgets.QFileDialog.getSaveFileName(
+            self, "Export", str(self.db_path.parent / f"{ids[0]}.html"), ";;".join(self.EXPORT_FILTERS))
+        if path:
+            fmt = self.EXPORT_FILTERS.get(chosen) or Path(path).suffix.lstrip(".") or "html"
+            # the file dialog already asked about overwriting
+            self._spawn(self._export(ids, fmt, Path(path), force=True))
+
+    async def _export(self, run_ids: list[str], fmt: str, path: Path, force: bool) -> str:
+        self.statusBar().showMessage(f"exporting {len(run_ids)} run(s) to {path}…")
+        text = await self.session.client.export(run_ids, fmt, path, force)
+        self.statusBar().showMessage(text.splitlines()[-1] if text else f"wrote {path}", 8000)
+        return text
 
     def ask_delete(self, run_id: str) -> None:
         answer = QtWidgets.QMessageBox.question(

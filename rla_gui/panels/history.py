@@ -66,8 +66,38 @@ class RunsModel(QtCore.QAbstractTableModel):
         return "" if value is None else str(value)
 
 
+class RunsFilter(QtCore.QSortFilterProxyModel):
+    """Matches the typed text in the visible columns, or — through the database's full-text
+    index — in a run's notes and tags (`extra_ids`, filled asynchronously)."""
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.text = ""
+        self.extra_ids: set[str] = set()
+
+    def set_text(self, text: str) -> None:
+        self.text = text.strip().lower()
+        self.invalidateRowsFilter()
+
+    def set_extra_ids(self, ids: set[str]) -> None:
+        self.extra_ids = ids
+        self.invalidateRowsFilter()
+
+    def filterAcceptsRow(self, row: int, parent) -> bool:
+        if not self.text:
+            return True
+        rec = self.sourceModel().rows[row]
+        if rec["id"] in self.extra_ids:
+            return True
+        hay = " ".join(str(rec.get(k) or "") for k in ("name", "status", "preset", "id", "notes", "tags")).lower()
+        return self.text in hay
+
+
 class HistoryPanel(QtWidgets.QWidget):
     open_requested = QtCore.Signal(str)
+    compare_requested = QtCore.Signal(list)
+    search_changed = QtCore.Signal(str)
+    notes_edited = QtCore.Signal(str, str, list)       # run id, notes, tags
     clone_requested = QtCore.Signal(str)
     resume_requested = QtCore.Signal(str)
     archive_requested = QtCore.Signal(str, bool)
@@ -76,11 +106,9 @@ class HistoryPanel(QtWidgets.QWidget):
     def __init__(self, parent=None):
         super().__init__(parent)
         self.model = RunsModel()
-        self.proxy = QtCore.QSortFilterProxyModel(self)
+        self.proxy = RunsFilter(self)
         self.proxy.setSourceModel(self.model)
         self.proxy.setSortRole(QtCore.Qt.ItemDataRole.UserRole)
-        self.proxy.setFilterKeyColumn(-1)
-        self.proxy.setFilterCaseSensitivity(QtCore.Qt.CaseSensitivity.CaseInsensitive)
         self.table = QtWidgets.QTableView()
         self.table.setModel(self.proxy)
         self.table.setSortingEnabled(True)
@@ -91,9 +119,10 @@ class HistoryPanel(QtWidgets.QWidget):
         self.table.horizontalHeader().setStretchLastSection(True)
         self.table.doubleClicked.connect(lambda _: self._emit(self.open_requested))
         self.filter = QtWidgets.QLineEdit()
-        self.filter.setPlaceholderText("Find run (Ctrl+F): name, status, preset, id…")
+        self.filter.setPlaceholderText("Find run (Ctrl+F): name, notes, tags, status, id…")
         self.filter.setClearButtonEnabled(True)
-        self.filter.textChanged.connect(self.proxy.setFilterFixedString)
+        self.filter.textChanged.connect(self.proxy.set_text)
+        self.filter.textChanged.connect(self.search_changed)
         self.show_archived = QtWidgets.QCheckBox("archived")
         buttons = QtWidgets.QHBoxLayout()
         self.buttons = {}
@@ -105,7 +134,21 @@ class HistoryPanel(QtWidgets.QWidget):
         archive = self.buttons["Archive"] = QtWidgets.QPushButton("Archive / restore")
         archive.clicked.connect(self._archive)
         buttons.addWidget(archive)
+        compare = self.buttons["Compare"] = QtWidgets.QPushButton("Compare")
+        compare.setToolTip("Overlay the selected runs (select two or more), or the selected run's group")
+        compare.clicked.connect(self._compare)
+        buttons.addWidget(compare)
         buttons.addStretch(1)
+        self.notes = QtWidgets.QPlainTextEdit()
+        self.notes.setPlaceholderText("Notes on the selected run")
+        self.notes.setMaximumHeight(70)
+        self.tags = QtWidgets.QLineEdit()
+        self.tags.setPlaceholderText("tags, comma separated")
+        self.save_notes = QtWidgets.QPushButton("Save notes")
+        self.save_notes.clicked.connect(self._save_notes)
+        notes_row = QtWidgets.QHBoxLayout()
+        notes_row.addWidget(self.tags, 1)
+        notes_row.addWidget(self.save_notes)
         top = QtWidgets.QHBoxLayout()
         top.addWidget(self.filter, 1)
         top.addWidget(self.show_archived)
@@ -114,6 +157,9 @@ class HistoryPanel(QtWidgets.QWidget):
         layout.addLayout(top)
         layout.addWidget(self.table, 1)
         layout.addLayout(buttons)
+        layout.addWidget(self.notes)
+        layout.addLayout(notes_row)
+        self.table.selectionModel().selectionChanged.connect(lambda *_: self._show_notes())
 
     def set_runs(self, rows: list[dict]) -> None:
         self.model.set_rows(rows)
@@ -132,6 +178,27 @@ class HistoryPanel(QtWidgets.QWidget):
         ids = self.selected_ids()
         if ids:
             signal.emit(ids[0])
+
+    def _compare(self) -> None:
+        ids = self.selected_ids()
+        if len(ids) == 1:      # one run of a group: compare the whole group
+            group = next(r for r in self.model.rows if r["id"] == ids[0]).get("group_id")
+            ids = [r["id"] for r in self.model.rows if group and r.get("group_id") == group] or ids
+        if len(ids) >= 2:
+            self.compare_requested.emit(ids)
+
+    def _show_notes(self) -> None:
+        ids = self.selected_ids()
+        row = next((r for r in self.model.rows if ids and r["id"] == ids[0]), None)
+        self.notes.setPlainText((row or {}).get("notes") or "")
+        self.tags.setText((row or {}).get("tags") or "")
+        self.save_notes.setEnabled(row is not None)
+
+    def _save_notes(self) -> None:
+        ids = self.selected_ids()
+        if ids:
+            tags = [t.strip() for t in self.tags.text().split(",") if t.strip()]
+            self.notes_edited.emit(ids[0], self.notes.toPlainText(), tags)
 
     def _archive(self) -> None:
         for run_id in self.selected_ids():

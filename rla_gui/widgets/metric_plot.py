@@ -41,14 +41,14 @@ class MetricCurve:
     extended incrementally as points arrive; both series are drawn through min/max pyramids."""
 
     def __init__(self, plot: pg.PlotItem, key: str, colour: str, dashed: bool = False, width: float = 2.0,
-                 smooth: bool = True, pen=None):
+                 smooth: bool = True, pen=None, label: str | None = None):
         style = QtCore.Qt.PenStyle.DashLine if dashed else QtCore.Qt.PenStyle.SolidLine
         self.key, self.smooth = key, smooth
         faint = pg.mkColor(colour)
         faint.setAlpha(60)
         self.raw = plot.plot(pen=pg.mkPen(faint, width=1))
         self.line = plot.plot(pen=pen if pen is not None else pg.mkPen(colour, width=width, style=style),
-                              name=short(key) if pen is None else None)
+                              name=(label or short(key)) if pen is None else None)
         for item in (self.raw, self.line):
             item.setSkipFiniteCheck(True)
         self.raw_lod, self.smooth_lod = PeakPyramid(), PeakPyramid()

@@ -1,0 +1,118 @@
+"""Comparing runs in the console, and notes/tags/search on the history (real runs, real database)."""
+import subprocess
+import sys
+
+import pytest
+from PySide6 import QtCore
+
+from rla_engine.store import open_store
+from rla_gui.main_window import MainWindow
+from rla_gui.panels.compare import config_differences
+
+from gui_support import TINY_SETS, until
+
+
+def cli_run(db, name, *sets, group=None, iterations=3):
+    args = [sys.executable, "-m", "rla_engine.cli", "run", "--db", str(db), "--iterations", str(iterations),
+            "--name", name, *[a for s in TINY_SETS + list(sets) for a in ("--set", s)]]
+    if group:
+        args += ["--group", group]
+    return args
+
+
+@pytest.fixture(scope="module")
+def three_runs(tmp_path_factory):
+    db = tmp_path_factory.mktemp("cmp") / "h.db"
+    procs = [subprocess.Popen(cli_run(db, "base", group="abl")),
+             subprocess.Popen(cli_run(db, "outcome only", "policy.lam=0", group="abl")),
+             subprocess.Popen(cli_run(db, "five verdicts", "judge.m=5", "policy.lam=0.5", group="abl"))]
+    assert all(p.wait(timeout=180) == 0 for p in procs)
+    return db
+
+
+@pytest.fixture
+def window(qtbot, tmp_path, aloop, three_runs):
+    settings = QtCore.QSettings(str(tmp_path / "settings.ini"), QtCore.QSettings.Format.IniFormat)
+    win = MainWindow(three_runs, settings=settings)
+    win.ask_close_choice = lambda run_id: "detach"
+    qtbot.addWidget(win)
+    win.show()
+    yield win
+    win.close()
+    qtbot.waitUntil(win.finished.done, timeout=30_000)
+
+
+def test_config_differences_lists_exactly_the_differing_keys():
+    a = {"policy": {"lam": 1.0, "lr": 0.001}, "judge": {"m": 3}}
+    b = {"policy": {"lam": 0.0, "lr": 0.001}, "judge": {"m": 3}}
+    c = {"policy": {"lam": 0.5, "lr": 0.001}, "judge": {"m": 5}}
+    assert config_differences([a, b, c]) == ["judge.m", "policy.lam"]
+    assert config_differences([a, a]) == []
+
+
+def test_compare_three_runs_overlays_panels_and_lists_differences(window, drive, qtbot):
+    async def scenario():
+        await until(lambda: len(window.history.model.rows) == 3, what="three runs in the history")
+        window.history.table.selectAll()
+        compare = window.history.buttons["Compare"]
+        qtbot.mouseClick(compare, QtCore.Qt.MouseButton.LeftButton)
+        await until(lambda: getattr(window, "compare_windows", None), what="compare window")
+        return window.compare_windows[-1]
+    win = drive(scenario(), timeout=60)
+    names = sorted(r["name"] for r, _ in win.runs)
+    assert names == ["base", "five verdicts", "outcome only"]
+    assert win.differing == ["judge.m", "policy.lam"]
+    assert win.config_table.rowCount() == 2
+    labels = [win.config_table.verticalHeaderItem(i).text() for i in range(2)]
+    assert labels == ["judge.m", "policy.lam"]
+    for plot in win.plots:                      # one curve per run, named by the run
+        assert len(plot.curves) == 3
+        legend = sorted(label.text for _, label in plot.plotItem.legend.items)
+        assert legend == names
+        key = plot.key_box.currentText()
+        for curve, (_, data) in zip(plot.curves, win.runs):
+            assert len(curve.line.getData()[0]) == len(data.xy(key)[0]) >= 2
+    rows = [win.summary_table.verticalHeaderItem(i).text() for i in range(win.summary_table.rowCount())]
+    assert "success (train) final" in rows and "env steps" in rows and "accepted variants" in rows
+    win.close()
+
+
+def test_one_run_of_a_group_opens_the_group(window, drive, qtbot):
+    async def scenario():
+        await until(lambda: len(window.history.model.rows) == 3)
+        window.history.select(window.history.model.rows[0]["id"])
+        window.history.buttons["Compare"].click()
+        await until(lambda: getattr(window, "compare_windows", None), what="group comparison")
+        return window.compare_windows[-1]
+    win = drive(scenario(), timeout=60)
+    assert len(win.runs) == 3
+    win.close()
+
+
+def test_notes_and_tags_are_editable_while_live_and_searchable(window, drive, qtbot, tmp_path):
+    db = window.db_path
+    proc = subprocess.Popen(cli_run(db, "live one", iterations=5000), stdout=subprocess.DEVNULL)
+    store = open_store(db)
+    try:
+        async def scenario():
+            await until(lambda: any(r["name"] == "live one" and r["status"] == "running"
+                                    for r in window.history.model.rows), what="live run listed")
+            run_id = next(r["id"] for r in window.history.model.rows if r["name"] == "live one")
+            window.history.select(run_id)
+            window.history.notes.setPlainText("judge collapsed after the override; zebra")
+            window.history.tags.setText("ablation, keep")
+            window.history.save_notes.click()
+            await until(lambda: (store.get_run(run_id)["notes"] or "").endswith("zebra"), what="notes saved")
+            assert store.get_run(run_id)["status"] == "running"
+            assert store.get_run(run_id)["tags"] == "ablation,keep"
+            window.history.filter.setText("zebra")
+            await until(lambda: window.history.proxy.rowCount() == 1, what="search by a word of the notes")
+            window.history.filter.setText("nothing-matches-this")
+            await until(lambda: window.history.proxy.rowCount() == 0)
+            window.history.filter.setText("")
+            store.add_command(run_id, "stop")
+        drive(scenario(), timeout=120)
+        assert proc.wait(timeout=60) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
