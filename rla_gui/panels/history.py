@@ -75,13 +75,22 @@ class RunsFilter(QtCore.QSortFilterProxyModel):
         self.text = ""
         self.extra_ids: set[str] = set()
 
+    def _change(self, **state) -> None:
+        # Qt ≥ 6.9 brackets a filter change (invalidateFilter is deprecated there)
+        begin = getattr(self, "beginFilterChange", None)
+        if begin is not None:
+            begin()
+        self.__dict__.update(state)
+        if begin is not None:
+            self.endFilterChange()
+        else:
+            self.invalidateFilter()
+
     def set_text(self, text: str) -> None:
-        self.text = text.strip().lower()
-        self.invalidateRowsFilter()
+        self._change(text=text.strip().lower())
 
     def set_extra_ids(self, ids: set[str]) -> None:
-        self.extra_ids = ids
-        self.invalidateRowsFilter()
+        self._change(extra_ids=ids)
 
     def filterAcceptsRow(self, row: int, parent) -> bool:
         if not self.text:
