@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 import qasync
-from PySide6 import QtCore, QtWidgets
+from PySide6 import QtCore
 
 from rla_engine import config as C
 from rla_engine import metrics as K

@@ -11,7 +11,7 @@ import tempfile
 from pathlib import Path
 
 import qasync
-from PySide6 import QtCore, QtWidgets
+from PySide6 import QtCore
 
 from rla_engine import config as C
 from rla_gui.app import build_app

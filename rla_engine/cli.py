@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -11,7 +13,7 @@ from pathlib import Path
 from . import config as C
 from . import metrics as K
 from .paths import default_db_path
-from .store import FINAL, StoreError, new_run_id, open_store
+from .store import BUNDLE_FORMAT, FINAL, MULTI_FORMAT, StoreError, new_run_id, open_store
 
 SUMMARY_KEYS = (K.SUCCESS, K.EVAL_SUCCESS, K.MU, K.DIFFICULTY_MEAN)
 
@@ -21,7 +23,7 @@ class InputError(Exception):
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="rla", description="RLAnything engine: run, resume and inspect runs.")
+    p = argparse.ArgumentParser(prog="rla", description="RLAnything engine: run, resume, inspect, export and import runs.")
     sub = p.add_subparsers(dest="command", required=True)
 
     run = sub.add_parser("run", help="start a run")
@@ -46,7 +48,17 @@ def _parser() -> argparse.ArgumentParser:
     show.add_argument("run_id")
     show.add_argument("--json", action="store_true")
     sub.add_parser("presets", help="list presets")
-    for sp in (run, res, runs, show):
+    exp = sub.add_parser("export", help="export runs: an HTML/PDF report (several runs: a comparison) "
+                                        "or CSV/JSON data")
+    exp.add_argument("run_ids", nargs="+", metavar="RUN_ID")
+    exp.add_argument("--format", required=True, choices=("html", "pdf", "csv", "json"))
+    exp.add_argument("--out", required=True, help="output file; CSV also writes OUT.events.csv "
+                                                  "(OUT.csv -> OUT.events.csv)")
+    exp.add_argument("--force", action="store_true", help="overwrite existing files")
+    imp = sub.add_parser("import", help="import runs from a JSON export into this database")
+    imp.add_argument("file")
+    imp.add_argument("--as", dest="as_id", metavar="RUN_ID", help="store the (single) run under this id")
+    for sp in (run, res, runs, show, exp, imp):
         sp.add_argument("--db", help="database file (default: $RLA_DB or the user data dir)")
     return p
 
@@ -183,7 +195,59 @@ def cmd_presets(_a) -> int:
     return 0
 
 
-COMMANDS = {"run": cmd_run, "resume": cmd_resume, "runs": cmd_runs, "show": cmd_show, "presets": cmd_presets}
+# -- export / import ------------------------------------------------------------------------
+def cmd_export(a) -> int:
+    """Rendering lives in the console package (Qt, offscreen): run it as a subprocess so this
+    process never imports Qt. Its exit code (0 / 2 invalid input / 1 failure) is ours."""
+    if importlib.util.find_spec("rla_gui") is None:
+        print("rla: export needs the console package (rla_gui), which is not installed", file=sys.stderr)
+        return 1
+    db = Path(a.db).expanduser() if a.db else default_db_path()
+    cmd = [sys.executable, "-m", "rla_gui.report", "--db", str(db), "--format", a.format, "--out", a.out]
+    if a.force:
+        cmd.append("--force")
+    return subprocess.run(cmd + ["--", *a.run_ids]).returncode
+
+
+def _read_bundles(file: str) -> list[dict]:
+    """The runs of a JSON export: one bundle, or the several-runs form."""
+    path = Path(file).expanduser()
+    try:
+        doc = json.loads(path.read_bytes())
+    except FileNotFoundError:
+        raise InputError(f"{path}: no such file") from None
+    except IsADirectoryError:
+        raise InputError(f"{path} is a folder, not a JSON export") from None
+    except OSError as e:
+        raise InputError(f"cannot read {path}: {e.strerror}") from None
+    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise InputError(f"{path}: not a JSON export ({e})") from None
+    except RecursionError:
+        raise InputError(f"{path}: not a JSON export (nested too deeply)") from None
+    if isinstance(doc, dict) and doc.get("format") == MULTI_FORMAT:
+        if not isinstance(doc.get("runs"), list) or not doc["runs"]:
+            raise InputError(f"{path}: 'runs' must be a non-empty list of run bundles")
+        return doc["runs"]
+    if isinstance(doc, dict) and doc.get("format") == BUNDLE_FORMAT:
+        return [doc]
+    fmt = doc.get("format") if isinstance(doc, dict) else None
+    raise InputError(f"{path}: format {fmt!r} is not an RLAnything export "
+                     f"(expected {BUNDLE_FORMAT!r} or {MULTI_FORMAT!r})")
+
+
+def cmd_import(a) -> int:
+    bundles = _read_bundles(a.file)
+    if a.as_id is not None and len(bundles) != 1:
+        raise InputError(f"--as {a.as_id}: {a.file} holds {len(bundles)} runs; --as needs exactly one")
+    store = _open(a.db)
+    ids = store.import_runs(bundles, [a.as_id] if a.as_id is not None else None)
+    for run_id in ids:
+        print(f"imported {run_id}")
+    return 0
+
+
+COMMANDS = {"run": cmd_run, "resume": cmd_resume, "runs": cmd_runs, "show": cmd_show, "presets": cmd_presets,
+            "export": cmd_export, "import": cmd_import}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -21,10 +21,12 @@ from typing import Any, Iterable
 import numpy as np
 import sqlite_utils
 
-LIVE = ("running", "paused")
+from .bundle import (BUNDLE_FORMAT, FINAL, LIVE, MULTI_FORMAT, RUN_ID_RE, TASK_COLUMNS,  # noqa: F401
+                     BundleError, bundle_rows)
+
 _COLUMN_DTYPE = np.dtype([("it", np.float64), ("value", np.float64), ("t", np.float64)])
-FINAL = ("completed", "stopped", "failed", "crashed")
 BUSY_TIMEOUT_MS = 10_000
+# A run id names folders (checkpoints/<id>/, logs/<id>.log): an imported one must not climb out.
 
 
 class StoreError(RuntimeError):
@@ -73,6 +75,11 @@ def _m002_runs_fts(db: sqlite_utils.Database) -> None:
     layout: `runs_fts` with content=runs, triggers runs_ai/_ad/_au). The update trigger is
     narrowed to those three columns: the engine updates its run row on every heartbeat and
     iteration, and those writes must not churn the index."""
+    try:
+        db.execute("CREATE VIRTUAL TABLE temp._fts5_probe USING fts5(x)")
+        db.execute("DROP TABLE temp._fts5_probe")
+    except sqlite3.OperationalError:   # an SQLite built without FTS5: search_runs falls back to LIKE
+        return
     db["runs"].enable_fts(list(FTS_COLUMNS), create_triggers=True)
     db.execute("DROP TRIGGER runs_au")
     db.execute("CREATE TRIGGER runs_au AFTER UPDATE OF name, notes, tags ON runs BEGIN "
@@ -85,9 +92,6 @@ def _m002_runs_fts(db: sqlite_utils.Database) -> None:
 FTS_COLUMNS = ("name", "notes", "tags")
 MIGRATIONS: list[tuple[str, Any]] = [("001_schema", _m001_schema), ("002_runs_fts", _m002_runs_fts)]
 
-TASK_COLUMNS = ("run_id", "uid", "slot", "version", "family", "params_json", "difficulty", "status",
-                "last_acc", "direction", "prev_acc", "new_acc", "critic_json", "created_iteration",
-                "decided_iteration")
 
 
 def _finite(x: Any) -> bool:
@@ -402,6 +406,161 @@ class Store:
             sql += f" AND status IN ({', '.join('?' for _ in statuses)})"
             args += statuses
         return list(self.db.query(sql + " ORDER BY slot, version, uid", args))
+
+    # -- search --------------------------------------------------------------------------
+    def search_runs(self, query: str, include_archived: bool = False) -> list[str]:
+        """Ids of runs whose name, notes or tags contain every word of `query` (a word matches as
+        a prefix: `grid` finds `gridworld`), best match first, then newest. User text never
+        reaches FTS syntax: each word is quoted, so `OR`, `"`, `*` or `NEAR(` are plain words.
+        An empty query lists every run; one with no searchable word matches none."""
+        where = "" if include_archived else " AND r.archived = 0"
+        if not query.strip():
+            return [r[0] for r in self.db.execute(
+                f"SELECT id FROM runs r WHERE 1{where} ORDER BY created_at DESC")]
+        words = [w for w in query.split() if any(ch.isalnum() for ch in w)]
+        if not words:
+            return []
+        if not self._has_search_index():
+            return self._search_like(words, where)
+        match = " ".join('"' + w.replace('"', '""') + '"*' for w in words)
+        return [r[0] for r in self.db.execute(
+            "SELECT r.id FROM runs_fts JOIN runs r ON r.rowid = runs_fts.rowid "
+            f"WHERE runs_fts MATCH ?{where} ORDER BY runs_fts.rank, r.created_at DESC", [match])]
+
+    def _has_search_index(self) -> bool:
+        return self.db.execute("SELECT 1 FROM sqlite_master WHERE name = 'runs_fts'").fetchone() is not None
+
+    def _search_like(self, words: list[str], where: str) -> list[str]:
+        """The same contract without FTS5 (substring rather than word-prefix match)."""
+        cond, args = [], []
+        for w in words:
+            pat = "%" + w.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+            cond.append("(" + " OR ".join(f"r.{c} LIKE ? ESCAPE '\\'" for c in FTS_COLUMNS) + ")")
+            args += [pat] * len(FTS_COLUMNS)
+        return [r[0] for r in self.db.execute(
+            f"SELECT r.id FROM runs r WHERE {' AND '.join(cond)}{where} ORDER BY r.created_at DESC", args)]
+
+    def rebuild_search(self) -> None:
+        """Rebuild the search index from the runs table (after a VACUUM, which may renumber the
+        rowids the index refers to)."""
+        if self._has_search_index():
+            with self.db.conn:
+                self.db.execute("INSERT INTO runs_fts (runs_fts) VALUES ('rebuild')")
+
+    # -- export / import -----------------------------------------------------------------
+    def export_run(self, run_id: str) -> dict:
+        """Everything stored about one run as plain JSON-able data (the "bundle", BUNDLE_FORMAT),
+        read in one snapshot so a live engine's next commit cannot split an iteration.
+        Nested rows omit run_id (the run row carries it); payloads are parsed, task rows are kept
+        as stored (params_json and critic_json stay strings)."""
+        conn = self.db.conn
+        own = not conn.in_transaction
+        if own:
+            conn.execute("BEGIN")
+        try:
+            cur = conn.execute("SELECT * FROM runs WHERE id = ?", [run_id])
+            row = cur.fetchone()
+            if row is None:
+                raise StoreError(f"no run {run_id!r} in {self.path}")
+            run = dict(zip([d[0] for d in cur.description], row))
+            run["config"] = json.loads(run.pop("config_json") or "{}")
+            args = [run_id]
+            iterations = [{"iteration": i, "t": t, "env_steps": n, "wall_s": w} for i, t, n, w in conn.execute(
+                "SELECT iteration, t, env_steps, wall_s FROM iterations WHERE run_id = ? ORDER BY iteration", args)]
+            metrics = [{"iteration": i, "key": k, "value": v, "t": t} for i, k, v, t in conn.execute(
+                "SELECT iteration, key, value, t FROM metrics WHERE run_id = ? ORDER BY iteration, key", args)]
+            events = [{"id": i, "iteration": it, "t": t, "kind": k, "payload": json.loads(p or "{}")}
+                      for i, it, t, k, p in conn.execute(
+                          "SELECT id, iteration, t, kind, payload_json FROM events WHERE run_id = ? ORDER BY id", args)]
+            cols = TASK_COLUMNS[1:]
+            tasks = [dict(zip(cols, r)) for r in conn.execute(
+                f"SELECT {', '.join(cols)} FROM tasks WHERE run_id = ? ORDER BY uid", args)]
+        finally:
+            if own:
+                conn.rollback()
+        return {"format": BUNDLE_FORMAT, "run": run, "iterations": iterations, "metrics": metrics,
+                "events": events, "tasks": tasks}
+
+    def import_run(self, bundle: dict, run_id: str | None = None) -> str:
+        """Rebuild a run from a bundle (export_run's form) in one transaction; `run_id` renames it.
+        See import_runs."""
+        return self.import_runs([bundle], [run_id])[0]
+
+    def import_runs(self, bundles: list[dict], run_ids: list[str | None] | None = None) -> list[str]:
+        """Import several bundles all or nothing; return their ids in this database.
+
+        Every bundle is checked first (format, required keys, the type of every field); a
+        malformed one, or an id this database already has, raises StoreError naming it and
+        writes nothing. A run that was live in its source (running/paused) arrives `stopped`:
+        no engine here drives it. Event ids are kept when all are free here (a fresh database
+        gets an exact copy), else the run's events get new ids in the same order."""
+        if not isinstance(bundles, list) or not bundles:
+            raise StoreError("nothing to import: expected a non-empty list of runs")
+        run_ids = list(run_ids) if run_ids is not None else [None] * len(bundles)
+        if len(run_ids) != len(bundles):
+            raise StoreError(f"{len(run_ids)} new ids for {len(bundles)} runs")
+        plans = [self._import_plan(b, rid, "bundle" if len(bundles) == 1 else f"runs[{n}]")
+                 for n, (b, rid) in enumerate(zip(bundles, run_ids))]
+        ids = [p["run"]["id"] for p in plans]
+        dup = sorted({i for i in ids if ids.count(i) > 1})
+        if dup:
+            raise StoreError(f"run id {dup[0]!r} appears more than once in the import")
+        conn = self.db.conn
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+        except sqlite3.Error as e:
+            raise StoreError(f"cannot write database {self.path}: {e}") from None
+        try:
+            for p in plans:
+                self._insert_plan(conn, p)
+            conn.execute("COMMIT")
+        except BaseException as e:
+            conn.rollback()
+            if isinstance(e, sqlite3.Error):
+                raise StoreError(f"import into {self.path} failed: {e}") from None
+            raise
+        return ids
+
+    def _insert_plan(self, conn: sqlite3.Connection, p: dict) -> None:
+        run, rid = p["run"], p["run"]["id"]
+        if conn.execute("SELECT 1 FROM runs WHERE id = ?", [rid]).fetchone() is not None:
+            raise StoreError(f"run id {rid!r} already exists in {self.path} (import it under another id)")
+        conn.execute(f"INSERT INTO runs ({', '.join(run)}) VALUES ({', '.join('?' for _ in run)})", list(run.values()))
+        conn.executemany("INSERT INTO iterations (run_id, iteration, t, env_steps, wall_s) VALUES (?, ?, ?, ?, ?)",
+                         ((rid, *r) for r in p["iterations"]))
+        try:
+            conn.executemany("INSERT INTO metrics (run_id, iteration, key, value, t) VALUES (?, ?, ?, ?, ?)",
+                             ((rid, *r) for r in p["metrics"]))
+        except sqlite3.IntegrityError as e:
+            raise StoreError(f"run {rid}: two metric rows share an iteration and key ({e})") from None
+        cols = ", ".join(TASK_COLUMNS)
+        try:
+            conn.executemany(f"INSERT INTO tasks ({cols}) VALUES ({', '.join('?' for _ in TASK_COLUMNS)})",
+                             ((rid, *r) for r in p["tasks"]))
+        except sqlite3.IntegrityError as e:
+            raise StoreError(f"run {rid}: two task rows share a uid ({e})") from None
+        events = p["events"]
+        if events and all(e[0] is not None for e in events):
+            conn.execute("SAVEPOINT keep_ids")
+            try:
+                conn.executemany("INSERT INTO events (id, run_id, iteration, t, kind, payload_json) "
+                                 "VALUES (?, ?, ?, ?, ?, ?)", ((e[0], rid, *e[1:]) for e in events))
+                conn.execute("RELEASE keep_ids")
+                return
+            except sqlite3.IntegrityError:   # an id is taken here: fall back to fresh ids
+                conn.execute("ROLLBACK TO keep_ids")
+                conn.execute("RELEASE keep_ids")
+        conn.executemany("INSERT INTO events (run_id, iteration, t, kind, payload_json) VALUES (?, ?, ?, ?, ?)",
+                         ((rid, *e[1:]) for e in events))
+
+    def _column_kinds(self, table: str) -> dict[str, str]:
+        return {r[1]: r[2].upper() for r in self.db.execute(f"PRAGMA table_info({table})")}
+
+    def _import_plan(self, bundle: Any, run_id: str | None, where: str) -> dict:
+        try:
+            return bundle_rows(bundle, run_id, where, self._column_kinds("runs"), self._column_kinds("tasks"))
+        except BundleError as e:
+            raise StoreError(str(e)) from None
 
     # -- commands ------------------------------------------------------------------------
     def add_command(self, run_id: str, kind: str, payload: dict | None = None) -> int:

@@ -239,7 +239,7 @@ class MainWindow(QtWidgets.QMainWindow):
         self.run_form.load_config(json.loads(run["config_json"]), run.get("preset") or "")
         self.show_new_run()
 
-    async def compare(self, run_ids: list[str]) -> "CompareWindow":
+    async def compare(self, run_ids: list[str]):
         from .panels.compare import CompareWindow
         win = CompareWindow(self)
         await win.load(self.session.client, run_ids)

@@ -123,7 +123,8 @@ class Trainer:
                                    jadv, self.ppo, self.gen, "judge")
         t4 = clock()
 
-        requested = self._adapt(sampled, acc, roll, verdicts, it) if cfg.env.adapt else 0
+        if cfg.env.adapt:
+            self._adapt(sampled, acc, roll, verdicts, it)
         t5 = clock()
         metrics: dict[str, float] = {}
         if it % cfg.eval.every == 0 or final:

@@ -87,3 +87,30 @@ def flatten(d: dict, prefix: str = "") -> dict[str, Any]:
         else:
             out[key] = v
     return out
+
+
+# -- markup helpers: cells are markup already (built from esc/num), never raw user text ---------
+def table(head: list[str] | None, rows, cls: str = "", numeric: tuple[int, ...] = (), chunk: int = 0,
+          wide: bool = False) -> str:
+    """A table with cellspacing/cellpadding attributes too: Qt's rich text reads those, where a
+    browser reads the stylesheet. `chunk`: start a new table (same class and head) every so many
+    rows — Qt paints a long table once per page it spans, so one 2000-row table costs seconds."""
+    width = ' width="100%"' if wide else ""    # long text columns wrap less: fewer PDF pages
+    start = f'<table class="{cls}" cellspacing="0" cellpadding="3"{width}>'
+    if head:   # <thead>: Qt repeats it on every page the table continues on
+        start += "<thead><tr>" + "".join(f"<th>{h}</th>" for h in head) + "</tr></thead>"
+    out = [start]
+    for i, row in enumerate(rows):
+        if chunk and i and i % chunk == 0:
+            out += ["</table>", start]
+        if isinstance(row, str):          # a full-width row: a group heading or a note
+            out.append(f'<tr><td class="group" colspan="{len(head or [0, 0])}">{row}</td></tr>')
+            continue
+        out.append("<tr>" + "".join(f'<td class="n" align="right">{c}</td>' if j in numeric else f"<td>{c}</td>"
+                                    for j, c in enumerate(row)) + "</tr>")
+    out.append("</table>")
+    return "".join(out)
+
+
+def kv_table(pairs, cls: str = "kv") -> str:
+    return table(None, ([f"<b>{esc(k)}</b>", v] for k, v in pairs), cls)

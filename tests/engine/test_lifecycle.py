@@ -1,5 +1,4 @@
 """Faults and control on real runs: NaN loss, a killed engine, SIGTERM, pause/resume determinism."""
-import json
 import math
 import os
 import signal
@@ -7,7 +6,6 @@ import subprocess
 import sys
 import time
 
-import pytest
 import torch
 
 from rla_engine import checkpoint

@@ -1,7 +1,6 @@
 """The RLAnything loop on real (tiny) runs: metrics, judge inputs, pool, override, checkpoints."""
 import math
 
-import numpy as np
 import pytest
 import torch
 

@@ -1,5 +1,4 @@
 """The console end to end: real widgets (offscreen), a real engine subprocess, a real database."""
-import json
 import os
 import signal
 import subprocess
@@ -7,7 +6,7 @@ import sys
 import textwrap
 
 import pytest
-from PySide6 import QtCore, QtGui
+from PySide6 import QtCore
 
 from rla_engine import config as C
 from rla_engine import metrics as K

@@ -1,0 +1,73 @@
+"""`python -m rla_gui.report --db PATH --format html|pdf|csv|json --out PATH [--force] RUN_ID…`
+
+What `rla export` runs as a subprocess (so the engine package never imports Qt). Exit codes as
+the `rla` command: 0 written; 2 invalid input (one line: unknown run, existing file without
+--force, bad format or target); 1 runtime failure. Rendering runs offscreen when there is no
+display; CSV and JSON never import Qt or torch.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+
+from . import FORMATS, ExportInputError, export
+
+PROG = "rla export"
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str):   # one line, exit 2 (argparse's usage block is noise here)
+        print(f"{PROG}: {message}", file=sys.stderr)
+        sys.exit(2)
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = _Parser(prog=PROG, description="Export runs as an HTML/PDF report or CSV/JSON data.")
+    p.add_argument("run_ids", nargs="+", metavar="RUN_ID", help="one run, or several for a comparison")
+    p.add_argument("--format", required=True, choices=FORMATS)
+    p.add_argument("--out", required=True, help="output file (CSV also writes OUT.events.csv)")
+    p.add_argument("--force", action="store_true", help="overwrite existing files")
+    p.add_argument("--db", help="database file (default: $RLA_DB or the user data dir)")
+    return p
+
+
+def ensure_offscreen() -> None:
+    """Qt needs a display unless told otherwise; with none, render offscreen. An explicit
+    QT_QPA_PLATFORM wins. Must run before the first Qt import."""
+    if sys.platform.startswith(("linux", "freebsd", "openbsd", "netbsd")) \
+            and not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")):
+        os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+
+
+def main(argv: list[str] | None = None) -> int:
+    a = _parser().parse_args(argv)
+    if a.db:
+        db = a.db
+    else:
+        from rla_engine.paths import default_db_path
+        db = default_db_path()
+    if a.format in ("html", "pdf"):
+        ensure_offscreen()
+    t0 = time.perf_counter()
+    try:
+        written = export(db, a.run_ids, a.format, a.out, force=a.force)
+    except ExportInputError as e:
+        print(f"{PROG}: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"{PROG}: interrupted; nothing written", file=sys.stderr)
+        return 130
+    except Exception as e:
+        if os.environ.get("RLA_DEBUG"):
+            raise
+        print(f"{PROG}: failed: {type(e).__name__}: {e}", file=sys.stderr)
+        return 1
+    dt = time.perf_counter() - t0
+    print("wrote " + " and ".join(f"{p} ({n} bytes)" for p, n in written) + f" in {dt:.2f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,342 @@
+"""The report's charts: pyqtgraph drawn offscreen into PNG bytes.
+
+PNG rather than SVG: the HTML report must carry no `http:` reference at all, and an SVG needs
+its `xmlns="http://www.w3.org/2000/svg"`; and the PDF is laid out by QTextDocument, which shows
+raster images only. One picture thus serves both formats.
+
+Nothing here shows a window: a plot item lives in a bare pyqtgraph scene and is rendered into a
+QImage. Legends are not drawn into the image; each Chart carries its legend entries and the
+report writes them as (escaped) text, which keeps run names searchable in the PDF and out of
+Qt's rich-text label rendering.
+"""
+from __future__ import annotations
+
+import os
+import sys
+
+# With no display (CI, a server) Qt must use the offscreen platform; decided before Qt loads.
+if sys.platform.startswith("linux") and not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")):
+    os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+
+from dataclasses import dataclass, field  # noqa: E402
+
+import numpy as np  # noqa: E402
+import pyqtgraph as pg  # noqa: E402
+from PySide6 import QtCore, QtGui, QtWidgets  # noqa: E402
+
+from rla_engine import metrics as K  # noqa: E402
+
+from ..run_data import ema  # noqa: E402
+from ..widgets.metric_plot import MARKER_COLOURS, PALETTE, short  # noqa: E402
+
+MARKER_KINDS = ("pause", "resume", "set_difficulty", "failed", "resumed_from_checkpoint")
+MAX_POINTS = 2000          # per drawn line: min/max per bin keeps 100,000 rows to ~2000 vertices
+MAX_MARKERS = 300          # more vertical lines than this are a grey wall, not information
+MAX_VARIANT_POINTS = 4000
+SMOOTH_FROM = 400          # longer series get a bold EMA over their faint raw line
+SCALE = 2.0                # device pixels per logical pixel: sharp in print and on HiDPI screens
+TIER_COLOURS = ["#9ecae1", "#6baed6", "#4292c6", "#2171b5", "#08519c", "#08306b"]
+INK = "#333333"
+
+PANELS = (   # (chart id, title, keys); the difficulty panel is drawn by its own function
+    ("policy", "Policy reward", (K.SUCCESS, K.EVAL_SUCCESS, K.REWARD)),
+    ("agreement", "Reward-model agreement", (K.OUTCOME_AGREEMENT, K.PROCESS_AGREEMENT, K.UNANIMITY,
+                                             K.PRECISION, K.PRECISION_BOUND)),
+    ("balance", "μ balance", (K.MU, K.P_PLUS, K.P_MINUS, K.POSITIVE_FRACTION, K.IN_BAND)),
+)
+DASHED = (K.PRECISION_BOUND,)
+COMPARE_KEYS = (K.SUCCESS, K.EVAL_SUCCESS, K.REWARD, K.OUTCOME_AGREEMENT, K.PROCESS_AGREEMENT, K.MU,
+                K.DIFFICULTY_MEAN, K.IN_BAND, K.LOSS_POLICY, K.LOSS_JUDGE)
+
+COMPARE_TITLES = {K.SUCCESS: "Success (train)", K.EVAL_SUCCESS: "Eval success", K.REWARD: "Reward R",
+                  K.OUTCOME_AGREEMENT: "Outcome agreement", K.PROCESS_AGREEMENT: "Process agreement",
+                  K.MU: "μ balance", K.DIFFICULTY_MEAN: "Pool difficulty (mean)", K.IN_BAND: "Tasks in band",
+                  K.LOSS_POLICY: "Policy loss", K.LOSS_JUDGE: "Judge loss"}
+
+Series = dict[str, tuple[np.ndarray, np.ndarray]]   # key → (iterations, values)
+
+
+@dataclass
+class LegendEntry:
+    label: str          # plain text; the report escapes it
+    colour: str
+    style: str = "line"  # line | dash | band | marker | triangle | cross
+
+
+@dataclass
+class Chart:
+    id: str
+    title: str
+    png: bytes
+    width: int           # logical pixels (the PNG is SCALE times larger)
+    height: int
+    legend: list[LegendEntry] = field(default_factory=list)
+    note: str = ""
+
+
+_app = None
+
+
+def ensure_app() -> QtWidgets.QApplication:
+    """pyqtgraph items need a QApplication; a console that exports in-process already has one."""
+    global _app
+    app = QtWidgets.QApplication.instance()
+    if app is None:
+        app = _app = QtWidgets.QApplication(["rla-report"])
+    return app
+
+
+# -- data ----------------------------------------------------------------------------------
+def series(bundle: dict) -> Series:
+    """A bundle's metric rows as numpy columns per key, in iteration order."""
+    cols: dict[str, tuple[list, list]] = {}
+    for r in bundle.get("metrics") or ():
+        c = cols.get(r["key"])
+        if c is None:
+            c = cols[r["key"]] = ([], [])
+        c[0].append(r["iteration"])
+        c[1].append(r["value"])
+    out = {}
+    for key, (its, vals) in cols.items():
+        x, y = np.array(its, dtype=np.float64), np.array(vals, dtype=np.float64)   # None → nan
+        if len(x) > 1 and np.any(np.diff(x) < 0):
+            order = np.argsort(x, kind="stable")
+            x, y = x[order], y[order]
+        out[key] = (x, y)
+    return out
+
+
+def tier_keys(data: Series) -> list[str]:
+    return sorted((k for k in data if K.tier_of(k) is not None), key=K.tier_of)
+
+
+def decimate(x: np.ndarray, y: np.ndarray, max_points: int = MAX_POINTS) -> tuple[np.ndarray, np.ndarray]:
+    """At most `max_points` vertices: each of max_points/2 bins becomes its min and its max (a
+    vertical stroke), the same picture as drawing every point at this width."""
+    n = len(x)
+    if n <= max_points:
+        return x, y
+    starts = np.linspace(0, n, max_points // 2, endpoint=False).astype(np.int64)
+    finite = np.where(np.isfinite(y), y, np.nanmean(y) if np.isfinite(y).any() else 0.0)
+    xs = np.repeat(x[starts], 2)
+    ys = np.empty(2 * len(starts))
+    ys[0::2] = np.minimum.reduceat(finite, starts)
+    ys[1::2] = np.maximum.reduceat(finite, starts)
+    return xs, ys
+
+
+def markers(bundle: dict) -> list[tuple[float, str]]:
+    return [(float(e["iteration"]), e["kind"]) for e in bundle.get("events") or () if e["kind"] in MARKER_KINDS]
+
+
+def variant_points(bundle: dict) -> tuple[list[tuple[float, float]], list[tuple[float, float]]]:
+    """(iteration, difficulty) of accepted and rejected variants: from the decision events, or,
+    where a bundle carries none, from the task rows (which keep every decided candidate)."""
+    acc, rej = [], []
+    for e in bundle.get("events") or ():
+        if e["kind"] in ("variant_accepted", "variant_rejected"):
+            d = (e.get("payload") or {}).get("difficulty")
+            if isinstance(d, (int, float)):
+                (acc if e["kind"] == "variant_accepted" else rej).append((float(e["iteration"]), float(d)))
+    if not acc and not rej:
+        for t in bundle.get("tasks") or ():
+            if t.get("direction") and t.get("decided_iteration") is not None and t.get("difficulty") is not None:
+                if t["status"] in ("active", "retired"):
+                    acc.append((float(t["decided_iteration"]), float(t["difficulty"])))
+                elif t["status"] == "rejected":
+                    rej.append((float(t["decided_iteration"]), float(t["difficulty"])))
+    return acc, rej
+
+
+# -- drawing -------------------------------------------------------------------------------
+class _Canvas:
+    """One hidden PlotWidget, styled for print: white paper, dark ink, a faint grid."""
+
+    def __init__(self, width: int, height: int, x_label: str = "iteration"):
+        ensure_app()
+        self.width, self.height = width, height
+        # A view is needed even offscreen: axes place their ticks through the view's transform.
+        # The widget is never shown; grabbing one pixel delivers its pending resize.
+        self.view = pg.PlotWidget(background="w")
+        self.view.resize(width, height)
+        self.view.grab(QtCore.QRect(0, 0, 1, 1))
+        self.plot = self.view.getPlotItem()
+        font = QtGui.QFont("DejaVu Sans")
+        font.setPixelSize(12)    # explicit: the platform's default font differs between machines
+        for name in ("left", "bottom"):
+            ax = self.plot.getAxis(name)
+            ax.setPen(pg.mkPen(INK, width=SCALE))
+            ax.setTextPen(pg.mkPen(INK))
+            ax.setStyle(tickFont=font)
+            ax.enableAutoSIPrefix(False)   # it would rescale 0.1…0.9 to "100…900 (×0.001)"
+        # a fixed width: pyqtgraph widens an axis only after a first paint has measured its labels,
+        # and a report renders once, so auto-width would drop the labels that did not fit
+        self.plot.getAxis("left").setWidth(52)
+        self.plot.setLabel("bottom", x_label, color=INK, size="9pt")
+        self.plot.showGrid(x=True, y=True, alpha=0.12)
+        self.plot.setMenuEnabled(False)
+        self.plot.setContentsMargins(2, 10, 12, 2)   # room for the top tick label and the last x label
+        self.legend: list[LegendEntry] = []
+        self.n_max = 0
+        self.x_label = x_label
+        self.x_span: tuple[float, float] | None = None
+
+    def line(self, x, y, colour: str, label: str | None, dashed: bool = False, width: float = 1.6,
+             smooth: bool = True, symbols: bool = False) -> None:
+        if len(x) == 0:
+            return
+        self.n_max = max(self.n_max, len(x))
+        lo, hi = float(x[0]), float(x[-1])
+        self.x_span = (lo, hi) if self.x_span is None else (min(lo, self.x_span[0]), max(hi, self.x_span[1]))
+        style = QtCore.Qt.PenStyle.DashLine if dashed else QtCore.Qt.PenStyle.SolidLine
+        pen = pg.mkPen(colour, width=width * SCALE, style=style)   # cosmetic pens ignore SCALE
+        if smooth and len(x) >= SMOOTH_FROM:
+            # raw values faint behind a debiased EMA whose window is ~1/200 of the run
+            faint = pg.mkColor(colour)
+            faint.setAlpha(55)
+            self._add(*decimate(x, y), pg.mkPen(faint, width=SCALE))
+            weight = min(0.999, 1.0 - 200.0 / len(y))
+            y = ema(np.nan_to_num(y), weight)
+        kw = dict(symbol="o", symbolSize=4, symbolBrush=colour, symbolPen=None) if symbols and len(x) <= 60 else {}
+        self._add(*decimate(x, y), pen, **kw)
+        if label is not None:
+            self.legend.append(LegendEntry(label, colour, "dash" if dashed else "line"))
+
+    def _add(self, x, y, pen, **kw) -> None:
+        item = pg.PlotDataItem(x, y, pen=pen, connect="finite", **kw)
+        item.setSkipFiniteCheck(False)
+        self.plot.addItem(item)
+
+    def markers(self, marks: list[tuple[float, str]]) -> None:
+        if len(marks) > MAX_MARKERS:   # keep an even sample, always including the last
+            idx = np.linspace(0, len(marks) - 1, MAX_MARKERS).astype(int)
+            marks = [marks[i] for i in idx]
+        kinds = []
+        for it, kind in marks:
+            colour = MARKER_COLOURS.get(kind, "#7f7f7f")
+            self.plot.addItem(pg.InfiniteLine(pos=it, angle=90, pen=pg.mkPen(colour, width=SCALE,
+                              style=QtCore.Qt.PenStyle.DashLine)), ignoreBounds=True)
+            if kind not in kinds:
+                kinds.append(kind)
+        self.legend += [LegendEntry(k.replace("_", " "), MARKER_COLOURS.get(k, "#7f7f7f"), "marker") for k in kinds]
+
+    def png(self) -> bytes:
+        w, h = self.width, self.height
+        if self.x_label == "iteration" and self.x_span and self.x_span[1] - self.x_span[0] <= 20:
+            self.plot.getAxis("bottom").setTickSpacing(major=1, minor=1)    # a short run: whole iterations
+        img = QtGui.QImage(int(w * SCALE), int(h * SCALE), QtGui.QImage.Format.Format_RGB32)
+        img.setDevicePixelRatio(SCALE)
+        img.fill(QtGui.QColor("white"))
+        painter = QtGui.QPainter(img)
+        painter.setRenderHint(QtGui.QPainter.RenderHint.Antialiasing)
+        # lay out now what the label and margin changes asked for: no event loop runs here, and
+        # sending the application's posted events could re-enter a console that exports in-process
+        self.plot.layout.activate()
+        rect = QtCore.QRectF(0, 0, w, h)
+        self.view.scene().render(painter, rect, rect)   # pg.GraphicsScene.render settles auto-ranges first
+        painter.end()
+        self.view.deleteLater()
+        buf = QtCore.QBuffer()
+        buf.open(QtCore.QIODevice.OpenModeFlag.WriteOnly)
+        img.save(buf, "PNG")
+        return bytes(buf.data())
+
+    def chart(self, chart_id: str, title: str, note: str = "") -> Chart:
+        if self.n_max >= SMOOTH_FROM:
+            note = " ".join(filter(None, [note, "Long series: raw values faint, moving average bold."]))
+        return Chart(chart_id, title, self.png(), self.width, self.height, self.legend, note)
+
+
+def _panel(data: Series, marks, chart_id: str, title: str, keys, width: int, height: int) -> _Canvas:
+    c = _Canvas(width, height)
+    for i, key in enumerate(keys):
+        if key in data:
+            c.line(*data[key], PALETTE[i % len(PALETTE)], short(key), dashed=key in DASHED,
+                   symbols=key == K.EVAL_SUCCESS)
+    if chart_id == "balance":   # the balance point and the band the environment keeps tasks in
+        c.plot.addItem(pg.InfiniteLine(pos=1.0, angle=0, pen=pg.mkPen("#d62728", width=SCALE,
+                       style=QtCore.Qt.PenStyle.DotLine)), ignoreBounds=True)
+        region = pg.LinearRegionItem(values=(0.2, 0.8), orientation="horizontal", movable=False,
+                                     brush=pg.mkBrush(44, 160, 44, 30), pen=pg.mkPen(None))
+        region.setZValue(-10)
+        c.plot.addItem(region, ignoreBounds=True)
+        c.legend += [LegendEntry("μ = 1", "#d62728", "dash"), LegendEntry("band 0.2–0.8", "#c9e6c9", "band")]
+    c.markers(marks)
+    return c
+
+
+def _difficulty(bundle: dict, data: Series, marks, width: int, height: int) -> _Canvas:
+    c = _Canvas(width, height)
+    colour = PALETTE[0]
+    if K.DIFFICULTY_MIN in data and K.DIFFICULTY_MAX in data:
+        (x0, lo), (x1, hi) = data[K.DIFFICULTY_MIN], data[K.DIFFICULTY_MAX]
+        if len(x0) == len(x1) and len(x0) > 1:
+            xl, yl = decimate(x0, lo)
+            xh, yh = decimate(x1, hi)
+            lo_item, hi_item = pg.PlotDataItem(xl, yl, pen=pg.mkPen(None)), pg.PlotDataItem(xh, yh, pen=pg.mkPen(None))
+            band = pg.FillBetweenItem(lo_item.curve, hi_item.curve, brush=pg.mkBrush(31, 119, 180, 45))
+            for item in (lo_item, hi_item, band):
+                c.plot.addItem(item)
+            c.legend.append(LegendEntry("pool min–max", "#9dc3e2", "band"))
+    if K.DIFFICULTY_MEAN in data:
+        c.line(*data[K.DIFFICULTY_MEAN], colour, "pool mean")
+    acc, rej = variant_points(bundle)
+    for pts, brush, symbol, label, style in ((acc, (44, 160, 44, 170), "t1", "accepted variant", "triangle"),
+                                             (rej, (120, 120, 120, 120), "x", "rejected variant", "cross")):
+        if pts:
+            arr = np.array(pts[-MAX_VARIANT_POINTS:], dtype=np.float64)
+            c.plot.addItem(pg.ScatterPlotItem(arr[:, 0], arr[:, 1], size=6, symbol=symbol,
+                                              brush=pg.mkBrush(*brush), pen=None))
+            c.legend.append(LegendEntry(label, pg.mkColor(*brush[:3]).name(), style))
+    c.markers(marks)
+    return c
+
+
+def run_charts(bundle: dict, data: Series | None = None, width: int = 800, height: int = 270) -> list[Chart]:
+    """The one-run report's charts: the four panels, the losses, eval success by tier."""
+    data = series(bundle) if data is None else data
+    marks = markers(bundle)
+    out = [_panel(data, marks, cid, title, keys, width, height).chart(cid, title) for cid, title, keys in PANELS]
+    out.append(_difficulty(bundle, data, marks, width, height).chart("difficulty", "Task difficulty"))
+    loss_keys = sorted(k for k in data if k.startswith("loss/"))
+    out.append(_panel(data, marks, "losses", "Losses", loss_keys, width, height).chart("losses", "Losses"))
+    tiers = _Canvas(width, height)
+    for i, key in enumerate(tier_keys(data)):
+        tiers.line(*data[key], TIER_COLOURS[i % len(TIER_COLOURS)], f"tier {K.tier_of(key):g}", symbols=True)
+    if K.EVAL_SUCCESS in data:
+        tiers.line(*data[K.EVAL_SUCCESS], "#d62728", "all tiers", dashed=True, symbols=True)
+    tiers.plot.setYRange(0, 1, padding=0.03)
+    tiers.markers(marks)
+    out.append(tiers.chart("eval-tiers", "Held-out success per difficulty tier"))
+    return out
+
+
+def run_colour(i: int) -> str:
+    """The stable colour of the i-th run of a comparison (the order the caller gave)."""
+    return PALETTE[i % len(PALETTE)]
+
+
+def comparison_charts(bundles: list[dict], datas: list[Series] | None = None, width: int = 430,
+                      height: int = 240) -> list[Chart]:
+    """One chart per key with every run overlaid in its colour, and the last evaluation by tier."""
+    datas = [series(b) for b in bundles] if datas is None else datas
+    names = [str(b["run"].get("name") or b["run"]["id"]) for b in bundles]
+    out = []
+    for key in COMPARE_KEYS:
+        if not any(key in d for d in datas):
+            continue
+        c = _Canvas(width, height)
+        for i, (d, name) in enumerate(zip(datas, names)):
+            if key in d:
+                c.line(*d[key], run_colour(i), name, symbols=key == K.EVAL_SUCCESS)
+        out.append(c.chart("cmp-" + key.replace("/", "-"), COMPARE_TITLES.get(key, key), note=f"metric {key}"))
+    c = _Canvas(width, height, x_label="tier difficulty")
+    for i, (d, name) in enumerate(zip(datas, names)):
+        keys = tier_keys(d)
+        if keys:
+            x = np.array([K.tier_of(k) for k in keys])
+            y = np.array([d[k][1][-1] for k in keys])
+            c.line(x, y, run_colour(i), name, smooth=False, symbols=True)
+    c.plot.setYRange(0, 1, padding=0.03)
+    out.append(c.chart("cmp-eval-tiers", "Eval success by tier (last evaluation)"))
+    return out

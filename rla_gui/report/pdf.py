@@ -1,0 +1,61 @@
+"""The PDF report: the HTML report's content laid out and paginated by Qt.
+
+html.compose(qt=True) writes the same sections in the subset of HTML/CSS that QTextDocument
+reads; the charts become document resources (named `chart-N.png`, so the markup carries no data
+URIs to parse) and the document is printed to a QPdfWriter: A4, 2 cm margins (QTextDocument's
+own when it paginates), page numbers at the foot, the big sections each on a new page.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from . import charts as C  # first: sets the offscreen platform where there is no display
+from .html import compose
+
+from PySide6 import QtCore, QtGui  # noqa: E402  (after charts, on purpose)
+
+RESOLUTION = 300     # dpi of the PDF's coordinate space: text is vector anyway; images keep their pixels
+
+
+def build_document(bundles: list[dict], environment: dict | None = None) -> QtGui.QTextDocument:
+    """The report as a QTextDocument with its charts as image resources (tests and previews)."""
+    C.ensure_app()
+    doc = QtGui.QTextDocument()
+    images: list[tuple[str, C.Chart]] = []
+
+    def image(chart: C.Chart) -> str:
+        name = f"chart-{len(images) + 1}.png"
+        images.append((name, chart))
+        return name
+
+    markup = compose(bundles, environment, image=image, qt=True)
+    for name, chart in images:   # resources first: setHtml resolves the <img> names as it parses
+        img = QtGui.QImage.fromData(chart.png, "PNG")
+        doc.addResource(QtGui.QTextDocument.ResourceType.ImageResource, QtCore.QUrl(name), img)
+    doc.setDefaultFont(QtGui.QFont("DejaVu Sans", 9))
+    doc.setHtml(markup)
+    doc.setMetaInformation(QtGui.QTextDocument.MetaInformation.DocumentTitle, _title(bundles))
+    return doc
+
+
+def _title(bundles: list[dict]) -> str:
+    if len(bundles) == 1:
+        run = bundles[0]["run"]
+        return f"RLAnything report — {run.get('name') or run.get('id')}"
+    return f"RLAnything comparison — {len(bundles)} runs"
+
+
+def write_pdf(bundles: list[dict], path: Path, environment: dict | None = None) -> None:
+    """Write the report for `bundles` (one run, or a comparison of several) as a PDF at `path`.
+    Writes `path` directly; the caller renames atomically."""
+    doc = build_document(bundles, environment)
+    writer = QtGui.QPdfWriter(str(path))
+    writer.setResolution(RESOLUTION)
+    writer.setPageSize(QtGui.QPageSize(QtGui.QPageSize.PageSizeId.A4))
+    # zero writer margins: QTextDocument.print_ adds its 2 cm on every side and the page number
+    writer.setPageMargins(QtCore.QMarginsF(0, 0, 0, 0), QtGui.QPageLayout.Unit.Millimeter)
+    writer.setTitle(_title(bundles))
+    writer.setCreator("RLAnything")
+    doc.print_(writer)
+    if not Path(path).exists() or Path(path).stat().st_size == 0:
+        raise RuntimeError(f"Qt wrote no PDF to {path}")
