@@ -30,6 +30,7 @@ bench: setup
 	$(BIN)/python benchmarks/throughput.py
 	$(BIN)/python benchmarks/learning.py
 	QT_QPA_PLATFORM=offscreen $(BIN)/python benchmarks/gui_latency.py
+	$(BIN)/python benchmarks/export.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info

@@ -116,3 +116,31 @@ def test_notes_and_tags_are_editable_while_live_and_searchable(window, drive, qt
     finally:
         if proc.poll() is None:
             proc.kill()
+
+
+@pytest.mark.parametrize("fmt, suffix", [("html", ".html"), ("csv", ".csv")])
+def test_file_export_writes_the_selected_runs_without_blocking(window, drive, qtbot, tmp_path, monkeypatch, fmt, suffix):
+    out = tmp_path / f"report{suffix}"
+    chosen = next(f for f, v in window.EXPORT_FILTERS.items() if v == fmt)
+    monkeypatch.setattr("PySide6.QtWidgets.QFileDialog.getSaveFileName", lambda *a, **k: (str(out), chosen))
+
+    async def scenario():
+        await until(lambda: len(window.history.model.rows) >= 3)
+        window.history.table.selectAll()
+        ticks = []
+        timer = QtCore.QTimer()
+        timer.timeout.connect(lambda: ticks.append(1))
+        timer.start(20)
+        window.ask_export()                        # Ctrl+E
+        await until(lambda: out.exists(), timeout=60, what="the exported file")
+        timer.stop()
+        return len(ticks)
+    ticks = drive(scenario(), timeout=90)
+    assert ticks > 0                               # the event loop kept running during the export
+    text = out.read_text(encoding="utf-8")
+    for name in ("base", "outcome only", "five verdicts"):
+        if fmt == "html":
+            assert name in text
+    if fmt == "csv":
+        assert text.splitlines()[0] == "run_id,iteration,key,value,t"
+        assert len({line.split(",")[0] for line in text.splitlines()[1:]}) >= 3
