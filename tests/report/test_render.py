@@ -300,3 +300,15 @@ def test_report_modules_never_import_torch(tmp_path):
                        env={**os.environ, "QT_QPA_PLATFORM": "offscreen"})
     assert r.returncode == 0, r.stderr
     assert int(r.stdout.split()[-1]) >= 4
+
+
+def test_band_envelope_keeps_the_extremes_of_every_bin():
+    import numpy as np
+    from rla_gui.report.charts import envelope
+    rng = np.random.default_rng(3)
+    x = np.arange(100_000, dtype=float)
+    lo, hi = rng.random(100_000), rng.random(100_000) + 1
+    xl, yl = envelope(x, lo, np.minimum)
+    xh, yh = envelope(x, hi, np.maximum)
+    assert len(xl) == len(xh) == 400 and yl.min() == lo.min() and yh.max() == hi.max()
+    assert np.all(yl <= lo[::250][: len(yl)]) and np.all(yh >= hi[::250][: len(yh)])
