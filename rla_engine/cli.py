@@ -40,6 +40,7 @@ def _parser() -> argparse.ArgumentParser:
     res = sub.add_parser("resume", help="continue a stopped, crashed or failed run from its last checkpoint")
     res.add_argument("run_id")
     res.add_argument("--iterations", type=int, help="run N more iterations (default: up to the run's target)")
+    res.add_argument("--device", choices=("auto", "cpu", "cuda"), help="where to continue (default: the run's own)")
 
     runs = sub.add_parser("runs", help="list runs")
     runs.add_argument("--json", action="store_true")
@@ -109,16 +110,30 @@ def cmd_resume(a) -> int:
     cfg = C.from_dict(json.loads(run["config_json"]))
     from . import checkpoint
     from .loop.trainer import Trainer, resolve_device
-    from .paths import checkpoints_dir
-    path = checkpoint.latest(checkpoints_dir(store.path, a.run_id))
+    from .paths import checkpoints_dir, owned_by
+    folder = checkpoints_dir(store.path, a.run_id)
+    if not owned_by(folder, store.path):
+        raise InputError(f"the checkpoints of run {a.run_id} in {folder} belong to another database "
+                         "(an imported copy has no checkpoints of its own)")
+    path = checkpoint.latest(folder)
     if path is None:
         raise InputError(f"run {a.run_id} has no checkpoint to resume from")
-    device = resolve_device(cfg.run.device)
+    try:
+        device = resolve_device(a.device or cfg.run.device)
+    except RuntimeError as e:
+        raise InputError(f"cannot resume on {a.device or cfg.run.device}: {e} (try --device cpu)") from None
+    if a.device:
+        cfg.run.device = a.device
     trainer = Trainer(cfg, device)
-    trainer.load_state_dict(checkpoint.load(path, device))
+    try:
+        trainer.load_state_dict(checkpoint.load(path, device))
+    except (RuntimeError, KeyError, ValueError) as e:
+        raise InputError(f"checkpoint {path} does not fit this run on {device}: {e}") from None
     k = trainer.iteration
     target = k + a.iterations if a.iterations else cfg.run.iterations
     store.claim_run(a.run_id, str(device))
+    # commands left for the dead engine (a pause, a stop) are not orders for this one
+    store.expire_commands(a.run_id, "rejected: the engine restarted before applying it")
     store.rewind(a.run_id, k)
     store.write_tasks(a.run_id, trainer.pool.live_rows())
     store.add_event(a.run_id, k, "resumed_from_checkpoint", {"checkpoint": path.name, "target": target})

@@ -9,13 +9,14 @@ import asyncio
 import os
 import shutil
 import sys
+import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import AsyncIterator
 
 from . import config as C
-from .paths import checkpoints_dir, default_db_path, log_path, logs_dir, run_config_path
+from .paths import checkpoints_dir, owned_by, default_db_path, log_path, logs_dir, run_config_path
 from .store import FINAL, Store, new_run_id, open_store
 
 POLL_S = 0.1          # ≤ 10 Hz, DESIGN §1
@@ -93,11 +94,10 @@ class EngineClient:
         path = run_config_path(self.db_path, run_id)
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(cfg.to_toml(), encoding="utf-8")
-        args = ["run", "--config", str(path), "--run-id", run_id]
+        name = name or f"{preset or cfg.task.family} {time.strftime('%Y-%m-%d %H:%M')}"
+        args = ["run", "--config", str(path), "--run-id", run_id, "--name", name]
         if preset:
             args += ["--preset", preset]
-        if name:
-            args += ["--name", name]
         if group:
             args += ["--group", group]
         proc = await self._spawn(run_id, args)
@@ -194,7 +194,10 @@ class EngineClient:
         if run and run["status"] in ("running", "paused"):
             raise EngineError(f"run {run_id} is {run['status']}; stop it before deleting it")
         await self._db("delete_run", run_id)
-        shutil.rmtree(checkpoints_dir(self.db_path, run_id), ignore_errors=True)
+        folder = checkpoints_dir(self.db_path, run_id)
+        if not owned_by(folder, self.db_path):
+            return      # an imported copy: the files belong to the original run's database
+        shutil.rmtree(folder, ignore_errors=True)
         for path in (log_path(self.db_path, run_id), run_config_path(self.db_path, run_id)):
             path.unlink(missing_ok=True)
 
@@ -212,7 +215,9 @@ class EngineClient:
             if run is None:
                 return
             events = await self._db("events", run_id, last_event)
-            rewound = any(e["kind"] == "rewound" for e in events)
+            # a `rewound` in the first read is old history (the run was resumed once); only one
+            # that arrives while watching means the rows already delivered were deleted
+            rewound = last_event > 0 and any(e["kind"] == "rewound" for e in events)
             if rewound:
                 last_iteration = min(last_iteration, min(e["payload"]["to"] for e in events if e["kind"] == "rewound"))
             metrics = await self._db("columns_since", run_id, last_iteration)

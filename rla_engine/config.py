@@ -57,9 +57,10 @@ class PolicyConfig:
     minibatch_size: int = _f(512, "Samples per PPO minibatch.", min=1, max=1_000_000)
     clip_eps: float = _f(0.2, "PPO clip range ε.", min=0.0, max=1.0)
     kl_beta: float = _f(0.01, "Weight β of the k3 KL penalty to the pre-update policy.", min=0.0, max=100.0)
-    band_low: float = _f(0.125, "Policy trains on tasks with band_low ≤ acc ≤ band_high (inclusive).",
+    band_low: float = _f(0.0, "Policy trains on tasks with band_low < acc < band_high (exclusive: the "
+                              "default is SPEC's mixed groups, 0 < acc < 1, at any rollout count).",
                          min=0.0, max=1.0)
-    band_high: float = _f(0.875, "Upper edge of the policy band (inclusive).", min=0.0, max=1.0)
+    band_high: float = _f(1.0, "Upper edge of the policy band (exclusive).", min=0.0, max=1.0)
     hidden: int = _f(128, "Hidden width of the embedded policy network.", min=4, max=4096)
 
 
@@ -189,13 +190,16 @@ def _check_value(key: str, value: Any, f: dataclasses.Field) -> Any:
 
 
 def _check_relations(cfg: Config) -> None:
-    pairs = [("task.dataset_low", "task.dataset_high", False), ("policy.band_low", "policy.band_high", False),
+    pairs = [("task.dataset_low", "task.dataset_high", False), ("policy.band_low", "policy.band_high", True),
              ("judge.band_low", "judge.band_high", True), ("env.low", "env.high", True)]
     for lo_key, hi_key, strict in pairs:
         lo, hi = get_value(cfg, lo_key), get_value(cfg, hi_key)
         if lo > hi or (strict and lo == hi):
             rel = "<" if strict else "≤"
             raise ConfigError(lo_key, lo, f"must be {rel} {hi_key} = {hi}")
+    tiers = [f"{t:g}" for t in cfg.eval.tiers]
+    if len(set(tiers)) != len(tiers):     # each tier is one metric key, eval/success@<d>
+        raise ConfigError("eval.tiers", cfg.eval.tiers, "must not repeat a tier")
     if cfg.rollout.tasks_per_iter > cfg.task.pool_size:
         raise ConfigError("rollout.tasks_per_iter", cfg.rollout.tasks_per_iter,
                           f"must be ≤ task.pool_size = {cfg.task.pool_size}")

@@ -32,3 +32,21 @@ def log_path(db_path: str | Path, run_id: str) -> Path:
 def run_config_path(db_path: str | Path, run_id: str) -> Path:
     """The TOML the console hands to a spawned `rla run`."""
     return logs_dir(db_path) / f"{run_id}.toml"
+
+
+OWNER = "database.txt"
+
+
+def claim(folder: Path, db_path: Path) -> None:
+    """Record which database a run's checkpoints belong to: a run imported into another database
+    in the same folder has the same id, and must neither resume from nor delete these."""
+    folder.mkdir(parents=True, exist_ok=True)
+    owner = folder / OWNER
+    if not owner.exists():
+        owner.write_text(str(Path(db_path).resolve()), encoding="utf-8")
+
+
+def owned_by(folder: Path, db_path: Path) -> bool:
+    """True if the folder is this database's (or predates ownership records)."""
+    owner = folder / OWNER
+    return not owner.exists() or owner.read_text(encoding="utf-8").strip() == str(Path(db_path).resolve())

@@ -19,7 +19,7 @@ from . import checkpoint
 from . import metrics as K
 from .loop.ppo import NonFiniteError
 from .loop.trainer import IterationResult, Trainer
-from .paths import checkpoints_dir
+from .paths import checkpoints_dir, claim
 from .store import Store, open_store
 
 HEARTBEAT_S = 1.0
@@ -55,6 +55,7 @@ class Runner:
         self.observe = observe   # benchmarks read each iteration's timings here
         self.cfg = trainer.cfg
         self.ckpt_dir = checkpoints_dir(store.path, run_id)
+        claim(self.ckpt_dir, store.path)
         self.paused = False
         self.stop_reason: str | None = None
         self._last_time = time.perf_counter()

@@ -33,6 +33,25 @@ class StoreError(RuntimeError):
     """A database that cannot be used; the message says which file and why."""
 
 
+def _clean(obj: Any) -> Any:
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return repr(obj)
+    if isinstance(obj, dict):
+        return {k: _clean(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_clean(v) for v in obj]
+    return obj
+
+
+def dumps(obj: Any) -> str:
+    """Strict JSON (no NaN/Infinity tokens, which other parsers reject): a non-finite number in a
+    payload is kept as its text, e.g. "nan"."""
+    try:
+        return json.dumps(obj, allow_nan=False)
+    except ValueError:
+        return json.dumps(_clean(obj), allow_nan=False)
+
+
 def new_run_id() -> str:
     """Sortable by start time, unique enough for one user's history: `20261130-142501-3fa2`."""
     return time.strftime("%Y%m%d-%H%M%S") + "-" + secrets.token_hex(2)
@@ -190,7 +209,7 @@ class Store:
         with self.db.conn:
             self.db["runs"].insert({
                 "id": run_id, "name": name, "status": "running", "preset": preset or "",
-                "config_json": json.dumps(config), "group_id": group_id, "created_at": t,
+                "config_json": dumps(config), "group_id": group_id, "created_at": t,
                 "started_at": t, "heartbeat_at": t, "pid": os.getpid(), "host": socket.gethostname(),
                 "iteration": 0, "device": device, "error": None, "notes": "", "tags": "", "archived": 0,
             })
@@ -260,7 +279,7 @@ class Store:
                              [(run_id, iteration, k, float(v), t) for k, v in metrics.items()])
             conn.executemany("INSERT INTO events (run_id, iteration, t, kind, payload_json) "
                              "VALUES (?, ?, ?, ?, ?)",
-                             [(run_id, iteration, t, kind, json.dumps(p)) for kind, p in events])
+                             [(run_id, iteration, t, kind, dumps(p)) for kind, p in events])
             self._upsert_tasks(conn, run_id, tasks)
             conn.execute("UPDATE runs SET iteration = ?, heartbeat_at = ? WHERE id = ?",
                          [iteration, t, run_id])
@@ -293,13 +312,13 @@ class Store:
                                      [run_id, iteration]).rowcount
             conn.execute("UPDATE runs SET iteration = ? WHERE id = ?", [iteration, run_id])
             conn.execute("INSERT INTO events (run_id, iteration, t, kind, payload_json) VALUES (?, ?, ?, ?, ?)",
-                         [run_id, iteration, _now(), "rewound", json.dumps({"to": iteration, "rows": gone})])
+                         [run_id, iteration, _now(), "rewound", dumps({"to": iteration, "rows": gone})])
         return gone
 
     def add_event(self, run_id: str, iteration: int, kind: str, payload: dict | None = None) -> int:
         with self.db.conn as conn:
             cur = conn.execute("INSERT INTO events (run_id, iteration, t, kind, payload_json) VALUES (?, ?, ?, ?, ?)",
-                               [run_id, iteration, _now(), kind, json.dumps(payload or {})])
+                               [run_id, iteration, _now(), kind, dumps(payload or {})])
             return int(cur.lastrowid)
 
     # -- reads ---------------------------------------------------------------------------
@@ -329,12 +348,20 @@ class Store:
         """Metrics after an iteration, by key, as numpy columns (iterations, values, t) — what a
         plot appends to its buffers; a million-row history loads without a Python object per row."""
         out = {}
-        for key in self.metric_keys(run_id):
-            cur = self.db.execute("SELECT iteration, value, t FROM metrics WHERE run_id = ? AND key = ? "
-                                  "AND iteration > ? ORDER BY iteration", [run_id, key, after_iteration])
-            rows = np.fromiter(cur, dtype=_COLUMN_DTYPE)
-            if len(rows):
-                out[key] = (rows["it"], rows["value"], rows["t"])
+        conn = self.db.conn
+        own = not conn.in_transaction
+        if own:       # one snapshot: an iteration committed between two keys must not split
+            conn.execute("BEGIN")
+        try:
+            for key in self.metric_keys(run_id):
+                cur = conn.execute("SELECT iteration, value, t FROM metrics WHERE run_id = ? AND key = ? "
+                                   "AND iteration > ? ORDER BY iteration", [run_id, key, after_iteration])
+                rows = np.fromiter(cur, dtype=_COLUMN_DTYPE)
+                if len(rows):
+                    out[key] = (rows["it"], rows["value"], rows["t"])
+        finally:
+            if own:
+                conn.rollback()
         return out
 
     def insert_history(self, run_id: str, metrics: Iterable[tuple[int, str, float, float]],
@@ -566,7 +593,7 @@ class Store:
     def add_command(self, run_id: str, kind: str, payload: dict | None = None) -> int:
         with self.db.conn as conn:
             cur = conn.execute("INSERT INTO commands (run_id, kind, payload_json, created_at) VALUES (?, ?, ?, ?)",
-                               [run_id, kind, json.dumps(payload if payload is not None else {}), _now()])
+                               [run_id, kind, dumps(payload if payload is not None else {}), _now()])
             return int(cur.lastrowid)
 
     def pending_commands(self, run_id: str) -> list[dict]:
@@ -578,6 +605,12 @@ class Store:
             except json.JSONDecodeError:
                 r["payload"] = None   # the engine rejects it with a reason
         return rows
+
+    def expire_commands(self, run_id: str, result: str) -> int:
+        """Close every command still pending for a run without applying it; return how many."""
+        with self.db.conn as conn:
+            return conn.execute("UPDATE commands SET applied_at = ?, result = ? WHERE run_id = ? AND applied_at IS NULL",
+                                [_now(), result, run_id]).rowcount
 
     def finish_command(self, command_id: int, result: str) -> None:
         with self.db.conn as conn:
@@ -604,7 +637,8 @@ class Store:
                 crashed.append(run["id"])
         for run_id in crashed:
             with self.db.conn as conn:
-                conn.execute("UPDATE runs SET status = 'crashed', ended_at = ?, "
+                # it ended when it last beat, not when a reader noticed
+                conn.execute("UPDATE runs SET status = 'crashed', ended_at = coalesce(heartbeat_at, ?), "
                              "error = coalesce(error, 'engine process is gone') "
                              "WHERE id = ? AND status IN ('running', 'paused')", [now, run_id])
         return crashed

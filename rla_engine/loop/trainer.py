@@ -102,7 +102,7 @@ class Trainer:
         adv = normalize_per_step(R, roll.mask, n_rollouts)
         jr = judge_rewards(R, verdicts) * roll.mask.unsqueeze(-1)
         per_ep = lambda g: g.repeat_interleave(n_rollouts)   # noqa: E731 — group flag -> episode flag
-        pol_groups = keep & (acc_t >= cfg.policy.band_low) & (acc_t <= cfg.policy.band_high)
+        pol_groups = keep & (acc_t > cfg.policy.band_low) & (acc_t < cfg.policy.band_high)
         jud_groups = keep & (acc_t >= cfg.judge.band_low) & (acc_t <= cfg.judge.band_high)
         t3 = clock()
 
@@ -194,9 +194,10 @@ class Trainer:
         out[K.PENDING] = float(len(self.pool.pending))
         if n_s:
             out[K.IN_BAND] = float(np.mean([cfg.env.low <= a <= cfg.env.high for a in acc[:n_s]]))
-        out[K.LOSS_POLICY] = pol_stats.loss
-        out[K.LOSS_KL] = pol_stats.kl
-        if jud_stats is not None:
+        if pol_stats.samples:          # no samples, no update: the loss is undefined, not 0
+            out[K.LOSS_POLICY] = pol_stats.loss
+            out[K.LOSS_KL] = pol_stats.kl
+        if jud_stats is not None and jud_stats.samples:
             out[K.LOSS_JUDGE] = jud_stats.loss
         out[K.ENV_STEPS] = float(self.env_steps)
         return out

@@ -30,10 +30,10 @@ class RunsModel(QtCore.QAbstractTableModel):
         if [r["id"] for r in rows] == [r["id"] for r in self.rows]:
             self.rows = rows
             self.dataChanged.emit(self.index(0, 0), self.index(len(rows) - 1, len(COLUMNS) - 1))
-        else:
-            self.layoutAboutToBeChanged.emit()
+        else:     # rows came or went: a reset (the panel re-selects by run id)
+            self.beginResetModel()
             self.rows = rows
-            self.layoutChanged.emit()
+            self.endResetModel()
 
     def rowCount(self, parent=QtCore.QModelIndex()) -> int:
         return 0 if parent.isValid() else len(self.rows)
@@ -168,10 +168,20 @@ class HistoryPanel(QtWidgets.QWidget):
         layout.addLayout(buttons)
         layout.addWidget(self.notes)
         layout.addLayout(notes_row)
+        self._notes_for: list[str] = []
         self.table.selectionModel().selectionChanged.connect(lambda *_: self._show_notes())
 
     def set_runs(self, rows: list[dict]) -> None:
+        """New rows from the database; the selection follows its runs, not its row numbers."""
+        selected = self.selected_ids()
         self.model.set_rows(rows)
+        if self.selected_ids() != selected:
+            sel = self.table.selectionModel()
+            sel.clearSelection()
+            flags = QtCore.QItemSelectionModel.SelectionFlag.Select | QtCore.QItemSelectionModel.SelectionFlag.Rows
+            for r, row in enumerate(self.model.rows):
+                if row["id"] in selected:
+                    sel.select(self.proxy.mapFromSource(self.model.index(r, 0)), flags)
 
     def selected_ids(self) -> list[str]:
         rows = {self.proxy.mapToSource(i).row() for i in self.table.selectionModel().selectedRows()}
@@ -198,6 +208,9 @@ class HistoryPanel(QtWidgets.QWidget):
 
     def _show_notes(self) -> None:
         ids = self.selected_ids()
+        if ids[:1] == self._notes_for:
+            return      # same run still selected: keep what the user is typing
+        self._notes_for = ids[:1]
         row = next((r for r in self.model.rows if ids and r["id"] == ids[0]), None)
         self.notes.setPlainText((row or {}).get("notes") or "")
         self.tags.setText((row or {}).get("tags") or "")

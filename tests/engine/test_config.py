@@ -342,3 +342,21 @@ def test_section_fields_carry_help_for_the_console_forms():
             assert f.metadata.get("help"), f"{section}.{f.name} has no help text"
             assert f.type in ("int", "float", "bool", "str", "list"), f"{section}.{f.name}: {f.type}"
     assert dataclasses.is_dataclass(Config)
+
+
+@pytest.mark.parametrize("sets, key", [
+    (["policy.band_low=0.5", "policy.band_high=0.5"], "policy.band_low"),
+    (["eval.tiers=[0.5, 0.5]"], "eval.tiers"),
+])
+def test_empty_policy_band_and_repeated_tiers_are_refused(sets, key):
+    with pytest.raises(ConfigError) as e:
+        build(sets=sets)
+    assert e.value.key == key
+
+
+def test_default_policy_band_is_every_mixed_group_at_any_rollout_count():
+    cfg = Config()
+    for n in (4, 8, 16, 64):
+        accs = [k / n for k in range(n + 1)]
+        inside = [a for a in accs if cfg.policy.band_low < a < cfg.policy.band_high]
+        assert inside == accs[1:-1]

@@ -1,4 +1,5 @@
 """Faults and control on real runs: NaN loss, a killed engine, SIGTERM, pause/resume determinism."""
+import asyncio
 import math
 import os
 import signal
@@ -83,6 +84,8 @@ def test_killed_engine_is_marked_crashed_and_resumes(tmp_path):
     assert store.refresh_liveness() == [run["id"]]
     run = store.get_run(run["id"])
     assert run["status"] == "crashed"
+    assert run["ended_at"] == run["heartbeat_at"]          # when it died, not when someone looked
+    stale = store.add_command(run["id"], "pause")           # left for the dead engine
     committed = store.last_iteration(run["id"])
     assert committed >= 3
     assert set(store.metrics_by_iteration(run["id"])) >= set(range(1, committed + 1))
@@ -94,6 +97,41 @@ def test_killed_engine_is_marked_crashed_and_resumes(tmp_path):
     its = [r["iteration"] for r in store.iterations(run["id"])]
     assert its == list(range(0, its[-1] + 1)) and its[-1] >= committed
     assert any(e["kind"] == "rewound" for e in store.events(run["id"]))
+    assert store.command(stale)["result"].startswith("rejected: the engine restarted")
+
+    async def first_update():
+        from rla_engine.client import EngineClient
+        client = EngineClient(db)
+        async for update in client.watch(run["id"]):
+            await client.close()
+            return update
+    update = asyncio.run(first_update())
+    # a run resumed in the past is watched like any other: its history arrives, no rewind loop
+    assert not update.rewound and max(update.metrics[K.SUCCESS][0]) == its[-1]
+
+
+def test_an_imported_copy_never_resumes_from_or_deletes_the_originals_checkpoints(tmp_path):
+    db = tmp_path / "x.db"
+    res = subprocess.run([sys.executable, "-m", "rla_engine.cli", "run", *TINY, "--iterations", "2", "--db", str(db)],
+                         capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stderr
+    src = open_store(db)
+    run_id = src.list_runs()[0]["id"]
+    copy = open_store(tmp_path / "y.db")
+    copy.import_run(src.export_run(run_id))
+    copy.set_status(run_id, "stopped")
+    before = sorted(p.name for p in checkpoints_dir(db, run_id).iterdir())
+    res = subprocess.run([sys.executable, "-m", "rla_engine.cli", "resume", run_id, "--db", str(tmp_path / "y.db")],
+                         capture_output=True, text=True, timeout=120)
+    assert res.returncode == 2 and "another database" in res.stderr
+    from rla_engine.client import EngineClient
+
+    async def delete():
+        client = EngineClient(tmp_path / "y.db")
+        await client.delete_run(run_id)
+        await client.close()
+    asyncio.run(delete())
+    assert sorted(p.name for p in checkpoints_dir(db, run_id).iterdir()) == before
 
 
 def test_sigterm_stops_gracefully_with_a_checkpoint(tmp_path):

@@ -149,11 +149,12 @@ def test_policy_and_judge_train_only_on_groups_inside_their_bands(monkeypatch):
 
     monkeypatch.setattr(trainer_mod, "ppo_update", spy)
     # with 4 rollouts a group's accuracy is a multiple of 1/4, never 0.3: both bands are empty
-    tr = Trainer(tiny("policy.band_low=0.3", "policy.band_high=0.3", "judge.band_low=0.3",
+    tr = Trainer(tiny("policy.band_low=0.3", "policy.band_high=0.31", "judge.band_low=0.3",
                       "judge.band_high=0.31"), torch.device("cpu"))
     for _ in range(3):
         tr.step()
     assert counts == {"policy": [0, 0, 0], "judge": [0, 0, 0]}
+    assert K.LOSS_POLICY not in tr.step().metrics          # no update: no loss, not a flat 0
     counts["policy"].clear(), counts["judge"].clear()
     tr = Trainer(tiny("policy.band_low=0", "policy.band_high=1", "judge.band_low=0", "judge.band_high=1"),
                  torch.device("cpu"))

@@ -60,3 +60,19 @@ def test_peak_pyramid_incremental_equals_rebuilt_and_keeps_extremes():
     assert np.array_equal(ys, y[500:700])
     xs, ys = whole.view(x, y, 10_000, 60_000, 1000)
     assert xs[0] <= 10_000 and xs[-1] >= 60_000 - FACTOR ** 3 and ys.max() == y[10_000:60_000].max()
+
+
+def test_history_selection_follows_the_run_when_rows_come_and_go(qtbot):
+    from rla_gui.panels.history import HistoryPanel
+    panel = HistoryPanel()
+    qtbot.addWidget(panel)
+    row = lambda rid, t: {"id": rid, "name": rid, "status": "completed", "preset": "", "started_at": t,  # noqa: E731
+                          "iteration": 1, "notes": f"notes of {rid}", "tags": ""}
+    panel.set_runs([row("A", 2.0), row("B", 1.0)])
+    panel.select("A")
+    panel.notes.setPlainText("typed, not saved")
+    panel.set_runs([row("C", 3.0), row("A", 2.0), row("B", 1.0)])     # a new run appears above
+    assert panel.selected_ids() == ["A"]
+    assert panel.notes.toPlainText() == "typed, not saved"             # the user's typing survives
+    panel.set_runs([row("C", 3.0), row("B", 1.0)])                    # A deleted elsewhere
+    assert panel.selected_ids() == []

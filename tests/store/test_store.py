@@ -552,3 +552,17 @@ def test_reader_is_not_blocked_by_an_open_write_transaction(tmp_db):
     finally:
         engine.close()
         reader.close()
+
+
+def test_non_finite_payloads_are_stored_as_strict_json(store, tmp_db):
+    import json as _json
+    run = make_run(store)
+    cmd = store.add_command(run, "set_difficulty", {"value": float("nan")})
+    store.add_event(run, 0, "note", {"x": float("inf"), "nested": [float("-inf"), 1.0]})
+    with raw(tmp_db) as c:
+        texts = [r[0] for r in c.execute("SELECT payload_json FROM commands")] + \
+                [r[0] for r in c.execute("SELECT payload_json FROM events")]
+    for text in texts:   # a strict parser (no NaN/Infinity tokens) reads every payload
+        _json.loads(text, parse_constant=lambda tok: (_ for _ in ()).throw(ValueError(tok)))
+    assert store.pending_commands(run)[0]["payload"] == {"value": "nan"}
+    assert store.command(cmd)["applied_at"] is None
