@@ -7,6 +7,7 @@ exists: its metrics, events, task rows and that row are committed in one transac
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import numbers
@@ -50,6 +51,14 @@ def dumps(obj: Any) -> str:
         return json.dumps(obj, allow_nan=False)
     except ValueError:
         return json.dumps(_clean(obj), allow_nan=False)
+
+
+def _where_in(sql: str, args: list, column: str, values: Iterable | None) -> tuple[str, list]:
+    """Append `AND column IN (…)` when values are given."""
+    if values is None:
+        return sql, args
+    values = list(values)
+    return sql + f" AND {column} IN ({', '.join('?' for _ in values)})", args + values
 
 
 def new_run_id() -> str:
@@ -328,10 +337,7 @@ class Store:
     def metrics(self, run_id: str, after_iteration: int = 0, keys: Iterable[str] | None = None) -> list[dict]:
         sql = "SELECT iteration, key, value, t FROM metrics WHERE run_id = ? AND iteration > ?"
         args: list[Any] = [run_id, after_iteration]
-        if keys is not None:
-            keys = list(keys)
-            sql += f" AND key IN ({', '.join('?' for _ in keys)})"
-            args += keys
+        sql, args = _where_in(sql, args, "key", keys)
         return list(self.db.query(sql + " ORDER BY iteration, key", args))
 
     def metric_keys(self, run_id: str) -> list[str]:
@@ -348,21 +354,27 @@ class Store:
         """Metrics after an iteration, by key, as numpy columns (iterations, values, t) — what a
         plot appends to its buffers; a million-row history loads without a Python object per row."""
         out = {}
-        conn = self.db.conn
-        own = not conn.in_transaction
-        if own:       # one snapshot: an iteration committed between two keys must not split
-            conn.execute("BEGIN")
-        try:
+        with self._snapshot() as conn:   # an iteration committed between two keys must not split
             for key in self.metric_keys(run_id):
                 cur = conn.execute("SELECT iteration, value, t FROM metrics WHERE run_id = ? AND key = ? "
                                    "AND iteration > ? ORDER BY iteration", [run_id, key, after_iteration])
                 rows = np.fromiter(cur, dtype=_COLUMN_DTYPE)
                 if len(rows):
                     out[key] = (rows["it"], rows["value"], rows["t"])
+        return out
+
+    @contextlib.contextmanager
+    def _snapshot(self):
+        """Several reads that see one committed state (a read transaction, rolled back)."""
+        conn = self.db.conn
+        own = not conn.in_transaction
+        if own:
+            conn.execute("BEGIN")
+        try:
+            yield conn
         finally:
             if own:
                 conn.rollback()
-        return out
 
     def insert_history(self, run_id: str, metrics: Iterable[tuple[int, str, float, float]],
                        iterations: Iterable[tuple[int, float, int, float]]) -> None:
@@ -417,10 +429,7 @@ class Store:
     def events(self, run_id: str, after_id: int = 0, kinds: Iterable[str] | None = None) -> list[dict]:
         sql = "SELECT * FROM events WHERE run_id = ? AND id > ?"
         args: list[Any] = [run_id, after_id]
-        if kinds is not None:
-            kinds = list(kinds)
-            sql += f" AND kind IN ({', '.join('?' for _ in kinds)})"
-            args += kinds
+        sql, args = _where_in(sql, args, "kind", kinds)
         rows = list(self.db.query(sql + " ORDER BY id", args))
         for r in rows:
             r["payload"] = json.loads(r.pop("payload_json") or "{}")
@@ -428,10 +437,7 @@ class Store:
 
     def tasks(self, run_id: str, statuses: Iterable[str] | None = None) -> list[dict]:
         sql, args = "SELECT * FROM tasks WHERE run_id = ?", [run_id]
-        if statuses is not None:
-            statuses = list(statuses)
-            sql += f" AND status IN ({', '.join('?' for _ in statuses)})"
-            args += statuses
+        sql, args = _where_in(sql, args, "status", statuses)
         return list(self.db.query(sql + " ORDER BY slot, version, uid", args))
 
     # -- search --------------------------------------------------------------------------
@@ -480,11 +486,7 @@ class Store:
         read in one snapshot so a live engine's next commit cannot split an iteration.
         Nested rows omit run_id (the run row carries it); payloads are parsed, task rows are kept
         as stored (params_json and critic_json stay strings)."""
-        conn = self.db.conn
-        own = not conn.in_transaction
-        if own:
-            conn.execute("BEGIN")
-        try:
+        with self._snapshot() as conn:
             cur = conn.execute("SELECT * FROM runs WHERE id = ?", [run_id])
             row = cur.fetchone()
             if row is None:
@@ -502,9 +504,6 @@ class Store:
             cols = TASK_COLUMNS[1:]
             tasks = [dict(zip(cols, r)) for r in conn.execute(
                 f"SELECT {', '.join(cols)} FROM tasks WHERE run_id = ? ORDER BY uid", args)]
-        finally:
-            if own:
-                conn.rollback()
         return {"format": BUNDLE_FORMAT, "run": run, "iterations": iterations, "metrics": metrics,
                 "events": events, "tasks": tasks}
 
