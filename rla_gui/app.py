@@ -3,11 +3,14 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
+import os
+import signal
 import sys
 from pathlib import Path
 
 import qasync
-from PySide6 import QtWidgets
+from PySide6 import QtCore, QtWidgets
 
 from rla_engine.paths import default_db_path
 from rla_engine.store import StoreError, open_store
@@ -32,6 +35,31 @@ def check_database(path: Path) -> str | None:
     return None
 
 
+def watch_signals() -> QtCore.QSocketNotifier:
+    """Python runs a signal handler only when it next gets control; a wake-up pipe watched by
+    the Qt loop makes that immediate. When the display dies together with us (`timeout
+    xvfb-run …` ends both), Qt's "X11 connection broke" is then no error: leave quietly."""
+    rfd, wfd = os.pipe()
+    for fd in (rfd, wfd):
+        os.set_blocking(fd, False)
+    signal.set_wakeup_fd(wfd)
+    notifier = QtCore.QSocketNotifier(rfd, QtCore.QSocketNotifier.Type.Read)
+    notifier.activated.connect(lambda *_: None)     # control returns to Python: the handler runs
+
+    def messages(mode, context, text):
+        if "X11 connection broke" in text:
+            try:
+                signalled = bool(os.read(rfd, 64))
+            except BlockingIOError:
+                signalled = False
+            if not signalled:
+                print("rla-gui: the display went away", file=sys.stderr)
+            os._exit(0 if signalled else 1)
+        print(text, file=sys.stderr)
+    QtCore.qInstallMessageHandler(messages)
+    return notifier
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="rla-gui", description="The RLAnything desktop console.")
     parser.add_argument("--db", help="database file (default: $RLA_DB or the user data dir)")
@@ -51,6 +79,19 @@ def main(argv: list[str] | None = None) -> int:
     # the loop outlives the window so the close-time work (a stop command) can finish
     app.setQuitOnLastWindowClosed(False)
     app.lastWindowClosed.connect(closed.set)
+
+    def on_signal(signum, _frame):
+        # SIGTERM/SIGINT (a logout, Ctrl+C, `timeout`): leave at once, as "let it run on" would —
+        # the display may be going away too, so no dialog and no more drawing. Engines run in
+        # their own sessions and keep going; the console holds nothing that needs flushing
+        # beyond its preferences.
+        with contextlib.suppress(Exception):
+            window.save_state()
+            window.settings.sync()
+        os._exit(0)
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    window.signal_notifier = watch_signals()   # kept alive with the window
     with loop:
         loop.run_until_complete(closed.wait())
         if window.finished is not None:

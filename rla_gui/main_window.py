@@ -81,6 +81,7 @@ class MainWindow(QtWidgets.QMainWindow):
         self.losses_dock = self._dock("Losses", self.dashboard.losses, bottom)
         self.tabifyDockWidget(self.events_dock, self.losses_dock)
         self.events_dock.raise_()
+        self.form_dock.raise_()       # a newcomer starts at the form
         bar = QtWidgets.QToolBar("Controls", self)
         bar.setObjectName("Controls")
         bar.addWidget(self.controls)
@@ -321,6 +322,11 @@ class MainWindow(QtWidgets.QMainWindow):
         self._shortcuts_box = box
 
     # -- preferences -------------------------------------------------------------------------
+    def save_state(self) -> None:
+        self._save_preferences()
+        self.settings.setValue("geometry", self.saveGeometry())
+        self.settings.setValue("state", self.saveState())
+
     def _restore_preferences(self) -> None:
         d, st = self.dashboard, self.settings
         d.x_axis.setCurrentText(str(st.value("plots/x_axis", d.x_axis.currentText())))
@@ -352,9 +358,7 @@ class MainWindow(QtWidgets.QMainWindow):
         else:
             choice = "detach"
         self._closing = True
-        self._save_preferences()
-        self.settings.setValue("geometry", self.saveGeometry())
-        self.settings.setValue("state", self.saveState())
+        self.save_state()
         if self._history_task is not None:
             self._history_task.cancel()
         self.finished = asyncio.ensure_future(self._shutdown(run_id if choice == "stop" else None))
