@@ -8,15 +8,9 @@ from pathlib import Path
 
 import torch
 
+from .paths import fsync_path
+
 _NAME = re.compile(r"^it-(\d{9})\.pt$")
-
-
-def _fsync_dir(d: Path) -> None:
-    fd = os.open(d, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def save(folder: Path, iteration: int, state: dict, keep: int) -> Path:
@@ -28,7 +22,7 @@ def save(folder: Path, iteration: int, state: dict, keep: int) -> Path:
         f.flush()
         os.fsync(f.fileno())
     os.replace(tmp, final)
-    _fsync_dir(folder)
+    fsync_path(folder)
     for old in list_checkpoints(folder)[:-keep]:
         old.unlink(missing_ok=True)
     return final

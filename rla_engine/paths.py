@@ -50,3 +50,12 @@ def owned_by(folder: Path, db_path: Path) -> bool:
     """True if the folder is this database's (or predates ownership records)."""
     owner = folder / OWNER
     return not owner.exists() or owner.read_text(encoding="utf-8").strip() == str(Path(db_path).resolve())
+
+
+def fsync_path(path: str | Path) -> None:
+    """fsync a file or a folder by path (a folder after a rename, so the new name is durable)."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)

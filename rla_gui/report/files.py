@@ -14,6 +14,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
+from rla_engine.paths import fsync_path
+
 
 def refuse_existing(paths: list[Path], force: bool) -> None:
     """Raise before any work is done when an output cannot be written (FileExistsError for an
@@ -50,14 +52,6 @@ def _temp_beside(path: Path) -> Path:
     fd, name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=f".tmp{path.suffix}")
     os.close(fd)
     return Path(name)
-
-
-def _fsync_file(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def _fsync_dir(folder: Path) -> None:
@@ -105,7 +99,7 @@ def atomic_paths(paths: list[Path], force: bool) -> Iterator[list[Path]]:
         yield list(temps)
         for t, p in zip(temps, paths):
             os.chmod(t, _mode_for(p))
-            _fsync_file(t)
+            fsync_path(t)
         for t, p in zip(temps, paths):
             _place(t, p, force)
             placed.append(p)

@@ -322,7 +322,7 @@ def test_an_export_failing_mid_way_leaves_no_partial_or_temporary_file(stored, t
         report.export(db, [run_id], "csv", tmp_path / "run.csv")
     assert len(calls) == 2 and list(tmp_path.iterdir()) == []
     # a disk that fills while writing JSON
-    monkeypatch.setattr(files, "_fsync_file", lambda p: (_ for _ in ()).throw(OSError(28, "No space")))
+    monkeypatch.setattr(files, "fsync_path", lambda p: (_ for _ in ()).throw(OSError(28, "No space")))
     with pytest.raises(OSError):
         report.export(db, [run_id], "json", tmp_path / "run.json")
     assert list(tmp_path.iterdir()) == []
