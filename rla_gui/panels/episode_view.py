@@ -22,7 +22,7 @@ BAD_COLOR = QColor(215, 45, 45)       # every verdict −1
 UNREADABLE_COLOR = QColor(140, 140, 140)
 START_COLOR = QColor(50, 110, 230)
 GOAL_COLOR = QColor(235, 170, 20)
-PLACEHOLDER = "no episode yet"
+EMPTY_TEXT = "no episode yet"
 
 # actions 0 up (y−1), 1 down (y+1), 2 left (x−1), 3 right (x+1) — gridworld.py
 MOVES = {0: (0, -1), 1: (0, 1), 2: (-1, 0), 3: (1, 0)}
@@ -248,17 +248,17 @@ class EpisodeViewer(QWidget):
             p.fillRect(self.rect(), pal.color(QPalette.ColorRole.Base))
             painter = PAINTERS.get(self._payload.get("family")) if self._payload else None
             if painter is None:
-                self._placeholder(p, rect, PLACEHOLDER)
+                self._empty_state(p, rect, EMPTY_TEXT)
                 return
             try:
                 painter(p, rect, self._payload, pal)
             except (AttributeError, KeyError, TypeError, ValueError, IndexError, ZeroDivisionError):
                 # an old or foreign payload must not take the console down with it
                 p.fillRect(self.rect(), pal.color(QPalette.ColorRole.Base))
-                self._placeholder(p, rect, "episode could not be drawn")
+                self._empty_state(p, rect, "episode could not be drawn")
         finally:
             p.end()
 
-    def _placeholder(self, p: QPainter, rect: QRectF, text: str) -> None:
+    def _empty_state(self, p: QPainter, rect: QRectF, text: str) -> None:
         p.setPen(self.palette().color(QPalette.ColorRole.PlaceholderText))
         p.drawText(rect, Qt.AlignmentFlag.AlignCenter, text)

@@ -7,13 +7,15 @@ through `SUMMARIES`, so a new kind plugs in with one function; unknown kinds sho
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import time
 from typing import Callable
 
-from PySide6.QtCore import QAbstractTableModel, QModelIndex, Qt, Signal
+from PySide6.QtCore import QModelIndex, Qt, Signal
 from PySide6.QtGui import QColor, QFont, QFontMetrics
 from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QTableView, QVBoxLayout, QWidget
+from ..widgets.list_model import ListTableModel
 
 COLUMNS = ("Iteration", "Time", "Kind", "Summary")
 MAX_ROWS = 5000
@@ -77,11 +79,9 @@ def summarize(event: dict) -> str:
     if not isinstance(payload, dict):
         payload = {}
     fn = SUMMARIES.get(event.get("kind"))
-    try:
-        if fn is not None:
+    if fn is not None:
+        with contextlib.suppress(KeyError, TypeError, ValueError):   # an odd payload falls back to its JSON
             return fn(payload)
-    except (KeyError, TypeError, ValueError):
-        pass   # an odd payload still gets a line: its JSON below
     return json.dumps(payload, default=str)[:160]
 
 
@@ -89,30 +89,20 @@ def clock(t) -> str:
     return time.strftime("%H:%M:%S", time.localtime(t)) if isinstance(t, (int, float)) else ""
 
 
-class EventTableModel(QAbstractTableModel):
+class EventTableModel(ListTableModel):
+    columns = COLUMNS
+
     def __init__(self, max_rows: int = MAX_ROWS, parent=None):
         super().__init__(parent)
-        self.max_rows = max_rows
-        self._rows: list[tuple[dict, tuple[str, str, str, str]]] = []   # event, its rendered cells
-
-    def rowCount(self, parent=QModelIndex()) -> int:
-        return 0 if parent.isValid() else len(self._rows)
-
-    def columnCount(self, parent=QModelIndex()) -> int:
-        return 0 if parent.isValid() else len(COLUMNS)
-
-    def headerData(self, section, orientation, role=Qt.ItemDataRole.DisplayRole):
-        if orientation == Qt.Orientation.Horizontal and role == Qt.ItemDataRole.DisplayRole:
-            return COLUMNS[section]
-        return None
+        self.max_rows = max_rows   # items: (event, its rendered cells)
 
     def event_at(self, row: int) -> dict:
-        return self._rows[row][0]
+        return self.items[row][0]
 
     def data(self, index, role=Qt.ItemDataRole.DisplayRole):
         if not index.isValid():
             return None
-        event, cells = self._rows[index.row()]
+        event, cells = self.items[index.row()]
         if role == Qt.ItemDataRole.DisplayRole:
             return cells[index.column()]
         kind = event.get("kind")
@@ -135,20 +125,20 @@ class EventTableModel(QAbstractTableModel):
         new = new[-self.max_rows:]
         if not new:
             return 0
-        n = len(self._rows)
+        n = len(self.items)
         self.beginInsertRows(QModelIndex(), n, n + len(new) - 1)
-        self._rows.extend(new)
+        self.items.extend(new)
         self.endInsertRows()
-        drop = len(self._rows) - self.max_rows
+        drop = len(self.items) - self.max_rows
         if drop > 0:
             self.beginRemoveRows(QModelIndex(), 0, drop - 1)
-            del self._rows[:drop]
+            del self.items[:drop]
             self.endRemoveRows()
         return max(drop, 0)
 
     def clear(self) -> None:
         self.beginResetModel()
-        self._rows.clear()
+        self.items.clear()
         self.endResetModel()
 
 

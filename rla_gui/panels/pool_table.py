@@ -10,8 +10,9 @@ from __future__ import annotations
 import json
 import math
 
-from PySide6.QtCore import QAbstractTableModel, QModelIndex, QSortFilterProxyModel, Qt
+from PySide6.QtCore import QModelIndex, QSortFilterProxyModel, Qt
 from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QTableView, QVBoxLayout, QWidget
+from ..widgets.list_model import ListTableModel
 
 COLUMNS = ("Slot", "Family", "Version", "Difficulty", "Last acc", "Pending", "Pending d")
 ARROWS = {"harder": "harder ↑", "easier": "easier ↓"}
@@ -49,29 +50,16 @@ def pool_lines(rows: list[dict]) -> list[dict]:
     return [lines[s] for s in sorted(lines)]
 
 
-class PoolTableModel(QAbstractTableModel):
-    def __init__(self, parent=None):
-        super().__init__(parent)
-        self._lines: list[dict] = []
-
-    def rowCount(self, parent=QModelIndex()) -> int:
-        return 0 if parent.isValid() else len(self._lines)
-
-    def columnCount(self, parent=QModelIndex()) -> int:
-        return 0 if parent.isValid() else len(COLUMNS)
-
-    def headerData(self, section, orientation, role=Qt.ItemDataRole.DisplayRole):
-        if orientation == Qt.Orientation.Horizontal and role == Qt.ItemDataRole.DisplayRole:
-            return COLUMNS[section]
-        return None
+class PoolTableModel(ListTableModel):
+    columns = COLUMNS
 
     def line(self, row: int) -> dict:
-        return self._lines[row]
+        return self.items[row]
 
     def data(self, index, role=Qt.ItemDataRole.DisplayRole):
         if not index.isValid():
             return None
-        line, col = self._lines[index.row()], index.column()
+        line, col = self.items[index.row()], index.column()
         if role == Qt.ItemDataRole.DisplayRole:
             return self._display(line, col)
         if role == SORT_ROLE:
@@ -117,17 +105,17 @@ class PoolTableModel(QAbstractTableModel):
 
     def set_rows(self, rows: list[dict]) -> None:
         new = pool_lines(rows)
-        if [l["slot"] for l in new] == [l["slot"] for l in self._lines]:
-            self._lines = new
+        if [l["slot"] for l in new] == [l["slot"] for l in self.items]:
+            self.items = new
             if new:   # in place: the view keeps its sort, scroll and selection untouched
                 self.dataChanged.emit(self.index(0, 0), self.index(len(new) - 1, len(COLUMNS) - 1))
             return
         self.layoutAboutToBeChanged.emit()
-        old_slots = [l["slot"] for l in self._lines]
+        old_slots = [l["slot"] for l in self.items]
         row_of = {l["slot"]: i for i, l in enumerate(new)}
         olds = self.persistentIndexList()
         targets = [row_of.get(old_slots[i.row()]) if 0 <= i.row() < len(old_slots) else None for i in olds]
-        self._lines = new
+        self.items = new
         # indexes follow their slot to its new row (built after the swap: index() checks the
         # new row count); a slot that left takes its indexes with it
         self.changePersistentIndexList(olds, [QModelIndex() if r is None else self.index(r, i.column())

@@ -32,28 +32,25 @@ def csv_paths(out: Path) -> tuple[Path, Path]:
     return out, out.with_name(out.name + ".events.csv")
 
 
-def metrics_csv(bundles: list[dict]) -> str:
+def _csv(header, rows) -> str:
     buf = io.StringIO()
     w = csv.writer(buf)
-    w.writerow(METRIC_HEADER)
-    for b in bundles:
-        rid = b["run"]["id"]
-        # csv writes a float with str(), which is repr() — the shortest text that reads back
-        # as the same double.
-        w.writerows((rid, m["iteration"], m["key"], m["value"], m["t"]) for m in b["metrics"])
+    w.writerow(header)
+    w.writerows(rows)
     return buf.getvalue()
+
+
+def metrics_csv(bundles: list[dict]) -> str:
+    # csv writes a float with str(), which is repr() — the shortest text that reads back as the
+    # same double.
+    return _csv(METRIC_HEADER, ((b["run"]["id"], m["iteration"], m["key"], m["value"], m["t"])
+                                for b in bundles for m in b["metrics"]))
 
 
 def events_csv(bundles: list[dict]) -> str:
-    buf = io.StringIO()
-    w = csv.writer(buf)
-    w.writerow(EVENT_HEADER)
-    for b in bundles:
-        rid = b["run"]["id"]
-        # json.dumps with the store's own settings gives back the stored payload_json text
-        w.writerows((rid, e["id"], e["iteration"], e["t"], e["kind"], json.dumps(e["payload"]))
-                    for e in b["events"])
-    return buf.getvalue()
+    # json.dumps with the store's own settings gives back the stored payload_json text
+    return _csv(EVENT_HEADER, ((b["run"]["id"], e["id"], e["iteration"], e["t"], e["kind"], json.dumps(e["payload"]))
+                               for b in bundles for e in b["events"]))
 
 
 def csv_files(bundles: list[dict], out: Path) -> dict[Path, str]:

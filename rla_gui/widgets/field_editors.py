@@ -40,7 +40,8 @@ def _type_name(f: dataclasses.Field) -> str:
 
 
 class FieldEditor(QObject):
-    """Wraps the input of one dotted key; `value()` raises ValueError when the text can't be parsed.
+    """Wraps the input of one dotted key. Each kind of editor below defines `value()` (raising
+    ValueError when the text can't be parsed) and `set_value(v)`.
 
     The input's own change signal is relayed into `changed` signal-to-signal, with no Python
     `emit()` per keystroke: PySide6 6.12's `SignalInstance.emit` drops a reference to True on
@@ -60,12 +61,6 @@ class FieldEditor(QObject):
         # Scrolling a long form must not change whatever value the pointer passes over.
         widget.setFocusPolicy(Qt.FocusPolicy.StrongFocus)
         widget.installEventFilter(self)
-
-    def value(self) -> Any:
-        raise NotImplementedError
-
-    def set_value(self, value: Any) -> None:
-        raise NotImplementedError
 
     def raw(self) -> Any:
         """What the user typed, for error messages when `value()` fails."""

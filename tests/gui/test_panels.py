@@ -150,7 +150,7 @@ def test_arithmetic_chain_renders_lines_with_verdict_chips(qtbot, runs):
     assert EV._chain_lines(payload)[1:3] == [("− 5 → wrote 2", [1], 1, ""), ("× 3 → wrote 9", [-1], -1, "(6)")]
 
 
-def test_placeholder_unknown_family_malformed_payload_and_plugged_in_family(qtbot, monkeypatch):
+def test_empty_state_unknown_family_malformed_payload_and_plugged_in_family(qtbot, monkeypatch):
     blank = render(qtbot, None)
     assert len(histogram(blank)) > 1 and rgb(EV.WALL_COLOR) not in histogram(blank)   # the text only
     assert render(qtbot, {"family": "chess", "task": {}}) == blank
