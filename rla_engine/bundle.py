@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import json
 import math
-import re
 import time
 from typing import Any
 
+from .paths import RUN_ID_RE, RUN_ID_RULE
+
 BUNDLE_FORMAT = "rlanything-run/1"           # one run: Store.export_run / import_run
 MULTI_FORMAT = "rlanything-runs/1"           # a JSON export of several: {"format", "runs": [bundle…]}
-# ids become checkpoint and log folder names: an imported id must not climb out of them
-RUN_ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}\Z")
 LIVE = ("running", "paused")
 FINAL = ("completed", "stopped", "failed", "crashed")
 TASK_COLUMNS = ("run_id", "uid", "slot", "version", "family", "params_json", "difficulty", "status",
@@ -84,7 +83,7 @@ def bundle_rows(bundle: Any, run_id: str | None, where: str, run_kinds: dict[str
         run["id"] = run_id
     if not RUN_ID_RE.match(run["id"]):
         raise BundleError(f"{'run id' if run_id is not None else where + '.run.id'} {run['id']!r}: "
-                         "expected letters, digits, '.', '_' or '-' (at most 100, not starting with '.' or '-')")
+                         f"expected {RUN_ID_RULE}")
     if run["status"] not in LIVE + FINAL:
         raise BundleError(f"{where}.run.status: {run['status']!r} is not one of {', '.join(LIVE + FINAL)}")
     if run["status"] in LIVE:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
+import sqlite3
 import subprocess
 import sys
 import time
@@ -12,18 +13,28 @@ from pathlib import Path
 
 from . import config as C
 from . import metrics as K
-from .paths import default_db_path
+from .paths import UnsafeRunId, check_run_id, default_db_path
 from .store import BUNDLE_FORMAT, FINAL, MULTI_FORMAT, StoreError, new_run_id, open_store
 
 SUMMARY_KEYS = (K.SUCCESS, K.EVAL_SUCCESS, K.MU, K.DIFFICULTY_MEAN)
+# The engine waits this long for another process's write lock before its commit fails the run:
+# long enough for any reader's write or a backup, bounded so that a hung writer is reported.
+ENGINE_LOCK_WAIT_S = 300.0
 
 
 class InputError(Exception):
     """Invalid input: printed as one line, exit code 2."""
 
 
+class _Parser(argparse.ArgumentParser):
+    """Usage mistakes are invalid input like any other: one line, exit 2 (no usage block)."""
+
+    def error(self, message: str):
+        raise InputError(f"{self.prog}: {message} (see `{self.prog} --help`)")
+
+
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="rla", description="RLAnything engine: run, resume, inspect, export and import runs.")
+    p = _Parser(prog="rla", description="RLAnything engine: run, resume, inspect, export and import runs.")
     sub = p.add_subparsers(dest="command", required=True)
 
     run = sub.add_parser("run", help="start a run")
@@ -64,41 +75,71 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
-def _open(db: str | None, create: bool = True):
-    return open_store(Path(db) if db else default_db_path(), create=create)
+def _open(db: str | None, create: bool = True, lock_wait_s: float | None = None):
+    store = open_store(Path(db) if db else default_db_path(), create=create)
+    if lock_wait_s is not None:
+        store.lock_wait_s = lock_wait_s
+    return store
+
+
+def _run_id(text: str) -> str:
+    try:
+        return check_run_id(text)
+    except UnsafeRunId as e:
+        raise InputError(str(e)) from None
+
+
+def _checkpoint_folder(store, run_id: str) -> Path:
+    """The run's checkpoint folder, made (for this user only) and claimed for this database. A
+    leftover from an attempt killed before its run row was written is emptied; a folder of
+    another database's run with this id is refused."""
+    from . import checkpoint
+    from .paths import checkpoints_dir, claim, owned_by
+    folder = checkpoints_dir(store.path, run_id)
+    try:
+        if folder.exists() and not owned_by(folder, store.path):
+            raise InputError(f"checkpoint folder {folder} belongs to another database; choose another run id")
+        for old in checkpoint.list_checkpoints(folder):
+            old.unlink()
+        claim(folder, store.path)
+    except OSError as e:
+        raise InputError(f"cannot create the checkpoint folder {folder}: {e.strerror}"
+                         f"{' (a file is in the way)' if isinstance(e, (FileExistsError, NotADirectoryError)) else ''}") from None
+    return folder
 
 
 # -- run / resume ---------------------------------------------------------------------------
 def cmd_run(a) -> int:
     cfg = C.build(preset=a.preset, config_file=a.config, sets=a.set,
                   iterations=a.iterations, seed=a.seed, device=a.device)
+    run_id = _run_id(a.run_id) if a.run_id is not None else new_run_id()
+    from . import checkpoint
     from .loop.trainer import Trainer, resolve_device   # torch from here on
     try:
         device = resolve_device(cfg.run.device)
     except RuntimeError as e:
         raise InputError(f"invalid config: run.device = {cfg.run.device!r}: {e}") from None
-    store = _open(a.db)
-    run_id = a.run_id or new_run_id()
+    store = _open(a.db, lock_wait_s=ENGINE_LOCK_WAIT_S)
     if store.run_exists(run_id):
         raise InputError(f"run id {run_id!r} already exists in {store.path}")
+    folder = _checkpoint_folder(store, run_id)
     label = a.preset or (Path(a.config).stem if a.config else cfg.task.family)
     name = a.name or f"{label} {time.strftime('%Y-%m-%d %H:%M')}"
+    trainer = Trainer(cfg, device)
+    # The starting state is checkpointed before the run row exists, so that every run a user can
+    # see can be resumed, even one killed before its first iteration.
+    checkpoint.save(folder, 0, trainer.state_dict(), cfg.run.keep_checkpoints)
     store.create_run(run_id, name=name, preset=a.preset or (Path(a.config).name if a.config else ""),
-                     config=cfg.to_dict(), device=str(device), group_id=a.group)
+                     config=cfg.to_dict(), device=str(device), group_id=a.group,
+                     first_events=[("started", {"device": str(device), "target": cfg.run.iterations})],
+                     first_tasks=trainer.pool.take_dirty_rows())
     print(f"run {run_id} ({name}) on {device}, database {store.path}", flush=True)
-    try:
-        trainer = Trainer(cfg, device)
-    except Exception as e:
-        store.set_status(run_id, "failed", error=f"could not build the run: {e}")
-        raise
-    store.commit_iteration(run_id, 0, env_steps=0, wall_s=0.0, metrics={},
-                           events=[("started", {"device": str(device), "target": cfg.run.iterations})],
-                           tasks=trainer.pool.take_dirty_rows())
     return _drive(store, run_id, trainer, cfg.run.iterations)
 
 
 def cmd_resume(a) -> int:
-    store = _open(a.db, create=False)
+    a.run_id = _run_id(a.run_id)
+    store = _open(a.db, create=False, lock_wait_s=ENGINE_LOCK_WAIT_S)
     store.refresh_liveness()
     run = store.get_run(a.run_id)
     if run is None:
@@ -107,7 +148,7 @@ def cmd_resume(a) -> int:
         raise InputError(f"run {a.run_id} is still {run['status']} (pid {run['pid']} on {run['host']})")
     if a.iterations is not None and a.iterations < 1:
         raise InputError(f"--iterations = {a.iterations}: must be ≥ 1")
-    cfg = C.from_dict(json.loads(run["config_json"]))
+    cfg = C.from_dict(store.run_config(a.run_id))
     from . import checkpoint
     from .loop.trainer import Trainer, resolve_device
     from .paths import checkpoints_dir, owned_by
@@ -115,19 +156,21 @@ def cmd_resume(a) -> int:
     if not owned_by(folder, store.path):
         raise InputError(f"the checkpoints of run {a.run_id} in {folder} belong to another database "
                          "(an imported copy has no checkpoints of its own)")
-    path = checkpoint.latest(folder)
-    if path is None:
-        raise InputError(f"run {a.run_id} has no checkpoint to resume from")
     try:
         device = resolve_device(a.device or cfg.run.device)
     except RuntimeError as e:
         raise InputError(f"cannot resume on {a.device or cfg.run.device}: {e} (try --device cpu)") from None
     if a.device:
         cfg.run.device = a.device
+    checkpoint.clean_tmp(folder)
+    try:
+        path, state, skipped = checkpoint.newest_good(folder, device)
+    except checkpoint.CheckpointError as e:
+        raise InputError(f"run {a.run_id} cannot be resumed: {e}") from None
     trainer = Trainer(cfg, device)
     try:
-        trainer.load_state_dict(checkpoint.load(path, device))
-    except (RuntimeError, KeyError, ValueError) as e:
+        trainer.load_state_dict(state)
+    except (RuntimeError, KeyError, ValueError, TypeError) as e:
         raise InputError(f"checkpoint {path} does not fit this run on {device}: {e}") from None
     k = trainer.iteration
     target = k + a.iterations if a.iterations else cfg.run.iterations
@@ -136,6 +179,9 @@ def cmd_resume(a) -> int:
     store.expire_commands(a.run_id, "rejected: the engine restarted before applying it")
     store.rewind(a.run_id, k)
     store.write_tasks(a.run_id, trainer.pool.live_rows())
+    for bad, reason in skipped:
+        store.add_event(a.run_id, k, "checkpoint_skipped", {"checkpoint": bad.name, "reason": reason})
+        print(f"skipped damaged checkpoint {bad.name}: {reason}", flush=True)
     store.add_event(a.run_id, k, "resumed_from_checkpoint", {"checkpoint": path.name, "target": target})
     print(f"run {a.run_id} resumed at iteration {k} from {path.name}, target {target}", flush=True)
     return _drive(store, a.run_id, trainer, max(target, k))
@@ -178,8 +224,13 @@ def cmd_show(a) -> int:
     run = store.get_run(a.run_id)
     if run is None:
         raise InputError(f"no run {a.run_id!r} in {store.path}")
-    info = {"run": {k: v for k, v in run.items() if k != "config_json"},
-            "config": json.loads(run["config_json"]), "latest": store.latest_metrics(a.run_id),
+    try:
+        config: dict | None = store.run_config(a.run_id)
+        config_error = None
+    except StoreError as e:       # show the rest of a damaged run
+        config, config_error = None, str(e)
+    info = {"run": {k: v for k, v in run.items() if k not in ("config_json", "pid_start")},
+            "config": config, "latest": store.latest_metrics(a.run_id),
             "pool": store.tasks(a.run_id, statuses=["active", "pending"]),
             "events": store.events(a.run_id)[-20:]}
     if a.json:
@@ -189,6 +240,8 @@ def cmd_show(a) -> int:
           f"device {run['device']}  preset {run['preset'] or '-'}")
     if run["error"]:
         print(f"  error: {run['error']}")
+    if config_error:
+        print(f"  config: {config_error}")
     for k in sorted(info["latest"]):
         if not k.startswith(K.TIMING_PREFIX):
             print(f"  {k:<26} {info['latest'][k]:.4g}")
@@ -266,12 +319,19 @@ COMMANDS = {"run": cmd_run, "resume": cmd_resume, "runs": cmd_runs, "show": cmd_
 
 
 def main(argv: list[str] | None = None) -> int:
-    a = _parser().parse_args(argv)
     try:
+        a = _parser().parse_args(argv)
         return COMMANDS[a.command](a)
     except (C.ConfigError, InputError, StoreError) as e:
-        print(f"rla: {e}", file=sys.stderr)
+        print(f"rla: {_one_line(e)}", file=sys.stderr)
         return 2
+    except (OSError, sqlite3.Error) as e:     # a runtime failure outside a run (a run reports its own)
+        print(f"rla: {type(e).__name__}: {_one_line(e)}", file=sys.stderr)
+        return 1
+
+
+def _one_line(e: BaseException) -> str:
+    return " ".join(str(e).split())
 
 
 if __name__ == "__main__":

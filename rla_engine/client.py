@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import shutil
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -16,7 +15,8 @@ from pathlib import Path
 from typing import AsyncIterator
 
 from . import config as C
-from .paths import checkpoints_dir, owned_by, default_db_path, log_path, logs_dir, run_config_path
+from .paths import (UnsafeRunId, default_db_path, log_path, logs_dir, make_private_dir, open_private,
+                    remove_run_files, run_config_path)
 from .store import FINAL, Store, new_run_id, open_store
 
 POLL_S = 0.1          # ≤ 10 Hz, DESIGN §1
@@ -60,8 +60,12 @@ class EngineClient:
 
     # -- launching -------------------------------------------------------------------------
     async def _spawn(self, run_id: str, args: list[str]) -> asyncio.subprocess.Process:
-        logs_dir(self.db_path).mkdir(parents=True, exist_ok=True)
-        log = open(log_path(self.db_path, run_id), "ab")
+        try:
+            make_private_dir(logs_dir(self.db_path))
+            log = open_private(log_path(self.db_path, run_id), "ab")
+        except (OSError, UnsafeRunId) as e:
+            raise EngineError(f"cannot write the log of run {run_id} in {logs_dir(self.db_path)}: "
+                              f"{getattr(e, 'strerror', None) or e}") from None
         try:
             # Own session: the engine outlives a console that is closed with "let it run on".
             proc = await asyncio.create_subprocess_exec(
@@ -92,8 +96,12 @@ class EngineClient:
         C.validate(cfg)
         run_id = new_run_id()
         path = run_config_path(self.db_path, run_id)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(cfg.to_toml(), encoding="utf-8")
+        try:
+            make_private_dir(path.parent)
+            with open_private(path, "w") as f:
+                f.write(cfg.to_toml())
+        except OSError as e:
+            raise EngineError(f"cannot write the run's config {path}: {e.strerror}") from None
         name = name or f"{preset or cfg.task.family} {time.strftime('%Y-%m-%d %H:%M')}"
         args = ["run", "--config", str(path), "--run-id", run_id, "--name", name]
         if preset:
@@ -194,12 +202,10 @@ class EngineClient:
         if run and run["status"] in ("running", "paused"):
             raise EngineError(f"run {run_id} is {run['status']}; stop it before deleting it")
         await self._db("delete_run", run_id)
-        folder = checkpoints_dir(self.db_path, run_id)
-        if not owned_by(folder, self.db_path):
-            return      # an imported copy: the files belong to the original run's database
-        shutil.rmtree(folder, ignore_errors=True)
-        for path in (log_path(self.db_path, run_id), run_config_path(self.db_path, run_id)):
-            path.unlink(missing_ok=True)
+        try:
+            remove_run_files(self.db_path, run_id)
+        except UnsafeRunId:
+            pass        # a row from elsewhere with an id that is no file name: it has no files here
 
     # -- watching --------------------------------------------------------------------------
     async def run(self, run_id: str) -> dict | None:
@@ -209,7 +215,7 @@ class EngineClient:
     async def watch(self, run_id: str, interval: float = POLL_S) -> AsyncIterator[Update]:
         """Yield new metrics and events as the engine commits them; end once the run is over and
         everything was delivered. The first update holds the whole history so far."""
-        last_iteration, last_event = 0, 0
+        last_iteration, last_event, last_status = 0, 0, None
         while True:
             run = await self.run(run_id)
             if run is None:
@@ -225,7 +231,10 @@ class EngineClient:
                 last_iteration = int(max(cols[0][-1] for cols in metrics.values()))
             if events:
                 last_event = events[-1]["id"]
-            if metrics or events or rewound:
+            # a status change alone is news: the run row may be read just before a pause and its
+            # event just after, and a paused engine writes nothing more
+            if metrics or events or rewound or run["status"] != last_status:
+                last_status = run["status"]
                 yield Update(run, metrics, events, rewound)
             if run["status"] in FINAL and run_id not in self._live_processes():
                 return
@@ -251,9 +260,11 @@ class EngineClient:
             await asyncio.sleep(poll)
 
     def log_tail(self, run_id: str, lines: int = 20) -> str:
-        path = log_path(self.db_path, run_id)
         try:
+            path = log_path(self.db_path, run_id)
             text = path.read_text(encoding="utf-8", errors="replace")
+        except UnsafeRunId:
+            return "(no log: the run id is not a file name)"
         except FileNotFoundError:
             return f"(no log at {path})"
         return "\n".join(text.splitlines()[-lines:])

@@ -6,6 +6,7 @@ run identical, iteration by iteration, to an uninterrupted one.
 """
 from __future__ import annotations
 
+import contextlib
 import math
 import signal
 import sys
@@ -20,10 +21,13 @@ from . import metrics as K
 from .loop.ppo import NonFiniteError
 from .loop.trainer import IterationResult, Trainer
 from .paths import checkpoints_dir, claim
-from .store import Store, open_store
+from .store import EVENT_EXCERPT_CHARS, Store, open_store
 
 HEARTBEAT_S = 1.0
 PAUSE_POLL_S = 0.1
+# A full disk must not swallow the failure it causes: this much room is held back and given up
+# to write the run's last words (a few WAL pages, with room to spare).
+RESERVE_BYTES = 1 << 20
 
 
 class Heartbeat(threading.Thread):
@@ -56,6 +60,9 @@ class Runner:
         self.cfg = trainer.cfg
         self.ckpt_dir = checkpoints_dir(store.path, run_id)
         claim(self.ckpt_dir, store.path)
+        self.reserve = self.ckpt_dir / "space-reserve"
+        self.committed = trainer.iteration      # the last iteration whose rows are in the database
+        self.phase = f"iteration {trainer.iteration + 1}"   # what a failure message names
         self.paused = False
         self.stop_reason: str | None = None
         self._last_time = time.perf_counter()
@@ -74,6 +81,7 @@ class Runner:
     def run(self) -> int:
         """Run to the target iteration; return the process exit code (0 done or stopped, 1 failed)."""
         self._install_signals()
+        self._hold_reserve()
         beat = Heartbeat(self.store.path, self.run_id)
         beat.start()
         try:
@@ -81,6 +89,21 @@ class Runner:
         finally:
             beat.done.set()
             beat.join(timeout=5)
+            self._release_reserve()
+
+    def _hold_reserve(self) -> None:
+        try:
+            with open(self.reserve, "wb") as f:
+                f.write(bytes(RESERVE_BYTES))
+        except OSError:
+            self._release_reserve()   # no room even for that: the first write will fail and say so
+
+    def _release_reserve(self) -> bool:
+        try:
+            self.reserve.unlink()
+            return True
+        except OSError:
+            return False
 
     def _loop(self) -> int:
         tr = self.trainer
@@ -92,11 +115,15 @@ class Runner:
                     self._apply_commands()
                 if self.stop_reason is not None:
                     return self._finish("stopped", {"reason": self.stop_reason})
-                result = tr.step(final=tr.iteration + 1 == self.target)
+                n = tr.iteration + 1
+                self.phase = f"iteration {n}"
+                result = tr.step(final=n == self.target)
                 t = time.perf_counter()
+                self.phase = f"iteration {n} (storing it)"
                 self.store.commit_iteration(self.run_id, result.iteration, env_steps=result.env_steps,
                                             wall_s=result.wall_s, metrics=result.metrics,
                                             events=result.events, tasks=result.task_rows)
+                self.committed = result.iteration
                 result.timings["store"] = time.perf_counter() - t
                 t = time.perf_counter()
                 if result.iteration % self.cfg.run.checkpoint_every == 0:
@@ -104,46 +131,67 @@ class Runner:
                 result.timings["checkpoint"] = time.perf_counter() - t
                 if self.observe is not None:
                     self.observe(result)
+                self.phase = f"iteration {n} (writing the log)"
                 self.out(self._progress(result))
             self._apply_commands()   # a stop that came with the last iteration is still answered
             return self._finish("completed", {"iterations": tr.iteration})
         except NonFiniteError as e:
-            return self._fail(f"iteration {tr.iteration + 1}: {e}", {"iteration": tr.iteration + 1,
+            return self._fail(f"{self.phase}: {e}", {"iteration": self.committed + 1,
                               "quantity": e.quantity, "value": str(e.value)})
         except Exception as e:   # anything else: say it, keep what was committed, exit 1
-            traceback.print_exc(file=sys.stderr)
-            return self._fail(f"iteration {tr.iteration + 1}: {type(e).__name__}: {e}",
-                              {"iteration": tr.iteration + 1, "error": f"{type(e).__name__}: {e}"})
+            with contextlib.suppress(OSError):
+                traceback.print_exc(file=sys.stderr)
+            return self._fail(f"{self.phase}: {type(e).__name__}: {e}",
+                              {"iteration": self.committed + 1, "error": f"{type(e).__name__}: {e}"})
 
     def _finish(self, status: str, payload: dict) -> int:
         self._checkpoint()
-        self.store.add_event(self.run_id, self.trainer.iteration, status, payload)
-        self.store.set_status(self.run_id, status)
-        self.out(f"run {self.run_id} {status} at iteration {self.trainer.iteration}")
+        self.store.end_run(self.run_id, self.committed, status, payload)
+        self.out(f"run {self.run_id} {status} at iteration {self.committed}")
         return 0
 
     def _fail(self, message: str, payload: dict) -> int:
-        self.store.add_event(self.run_id, self.trainer.iteration, "failed", payload)
-        self.store.set_status(self.run_id, "failed", error=message)
-        print(f"rla: run {self.run_id} failed: {message}", file=sys.stderr)
+        """Record the failure at the last committed iteration (a resume's rewind keeps it). When
+        the disk is full the reserve is given up first, so that this last write has room."""
+        payload = {**payload, "last_committed_iteration": self.committed}
+        for attempt in (1, 2):
+            try:
+                self.store.end_run(self.run_id, self.committed, "failed", payload, error=message)
+                break
+            except Exception as e:
+                if attempt == 1 and self._release_reserve():
+                    continue
+                self._say(f"rla: could not record the failure in {self.store.path}: {e}")
+        self._say(f"rla: run {self.run_id} failed: {message} (last committed iteration {self.committed})")
         return 1
 
+    @staticmethod
+    def _say(line: str) -> None:
+        with contextlib.suppress(OSError, ValueError):   # the log may be on the full disk too
+            print(line, file=sys.stderr, flush=True)
+
     def _checkpoint(self) -> Path:
+        self.phase = f"checkpoint of iteration {self.trainer.iteration}"
         return checkpoint.save(self.ckpt_dir, self.trainer.iteration, self.trainer.state_dict(),
                                self.cfg.run.keep_checkpoints)
 
     # -- commands --------------------------------------------------------------------------
     def _apply_commands(self) -> None:
+        """Any process can write a command row, so nothing in one may stop the run: a bad one is
+        rejected with its reason, and its event keeps only an excerpt of a big payload."""
         for cmd in self.store.pending_commands(self.run_id):
-            try:
-                result = self._apply(cmd["kind"], cmd["payload"])
-            except ValueError as e:
-                result = f"rejected: {e}"
-            self.store.finish_command(cmd["id"], result)
-            self.store.add_event(self.run_id, self.trainer.iteration,
-                                 "command_rejected" if result.startswith("rejected") else cmd["kind"],
-                                 {"command": cmd["id"], "kind": cmd["kind"], "payload": cmd["payload"],
-                                  "result": result})
+            self.phase = f"command {cmd['id']} ({cmd['kind']})"
+            result = f"rejected: {cmd['problem']}" if cmd["problem"] else None
+            if result is None:
+                try:
+                    result = self._apply(cmd["kind"], cmd["payload"])
+                except (ValueError, TypeError, OverflowError) as e:
+                    result = f"rejected: {e}"
+            small = cmd["problem"] is None and len(cmd["excerpt"]) <= EVENT_EXCERPT_CHARS
+            event = {"command": cmd["id"], "kind": cmd["kind"],
+                     "payload": cmd["payload"] if small else cmd["excerpt"], "result": result}
+            self.store.finish_command(cmd["id"], result, self.run_id, self.committed,
+                                      ("command_rejected" if result.startswith("rejected") else cmd["kind"], event))
 
     def _apply(self, kind: str, payload) -> str:
         if not isinstance(payload, dict):

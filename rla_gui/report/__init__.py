@@ -3,7 +3,7 @@ console's File ▸ Export.
 
     bundle.py    run bundles from the store; the environment a report names
     tabular.py   CSV (long format, plus an events file) and JSON
-    files.py     atomic, no-overwrite file writing
+    files.py     atomic, no-overwrite, regular-files-only file writing (mode 0600)
     html.py      render_html(bundles) -> str           (HTML report; Qt, offscreen)
     pdf.py       write_pdf(bundles, path) -> None       (PDF report; Qt, offscreen)
     __main__.py  the command line
@@ -20,8 +20,8 @@ FORMATS = ("html", "pdf", "csv", "json")
 
 
 class ExportInputError(ValueError):
-    """Invalid input (unknown run, existing file without force, bad format or target): the
-    command prints it as one line and exits 2."""
+    """Invalid input (unknown run, existing file without force, bad format, an output that is
+    not a regular file or cannot be created): the command prints it as one line and exits 2."""
 
 
 def output_paths(fmt: str, out: str | Path) -> list[Path]:
@@ -48,14 +48,14 @@ def export(db_path: str | Path, run_ids: list[str], fmt: str, out: str | Path,
     """Export runs of the database at `db_path` to `out`; return (path, size in bytes) of each
     file written. Raises ExportInputError for invalid input (checked before any work), and lets
     runtime failures through; either way no partial or temporary file is left."""
-    from .files import atomic_path, refuse_existing, write_atomic, write_atomic_many
+    from .files import OutputError, atomic_path, refuse_existing, write_atomic, write_atomic_many
 
     if fmt not in FORMATS:
         raise ExportInputError(f"--format {fmt!r}: expected one of {', '.join(FORMATS)}")
     paths = output_paths(fmt, out)
-    try:
+    try:   # only regular files, in a folder that takes a new file (files.py has the rules)
         refuse_existing(paths, force)
-    except OSError as e:
+    except OutputError as e:
         raise ExportInputError(str(e)) from None
     from .bundle import load_bundles
     bundles = load_bundles(db_path, run_ids)
@@ -74,6 +74,6 @@ def export(db_path: str | Path, run_ids: list[str], fmt: str, out: str | Path,
                 write_pdf(bundles, tmp)
                 if tmp.stat().st_size == 0:
                     raise RuntimeError("the PDF writer produced an empty file")
-    except FileExistsError as e:   # the name appeared while we were rendering
+    except OutputError as e:   # the name appeared (or turned special) while we were rendering
         raise ExportInputError(str(e)) from None
     return [(p, p.stat().st_size) for p in paths]

@@ -2,8 +2,10 @@
 
 What `rla export` runs as a subprocess (so the engine package never imports Qt). Exit codes as
 the `rla` command: 0 written; 2 invalid input (one line: unknown run, existing file without
---force, bad format or target); 1 runtime failure. Rendering runs offscreen when there is no
-display; CSV and JSON never import Qt or torch.
+--force, bad format, an output that is not a regular file — a device, pipe, socket, folder or
+symbolic link, refused even with --force — or cannot be created there); 1 runtime failure.
+Files are written atomically, mode 0600 (rla_gui/report/files.py). Rendering runs offscreen
+when there is no display; CSV and JSON never import Qt or torch.
 """
 from __future__ import annotations
 
@@ -41,6 +43,11 @@ def ensure_offscreen() -> None:
         os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
 
+def _one_line(message: object) -> str:
+    """A message as one line, even when a path in it holds a line break."""
+    return str(message).replace("\r", "\\r").replace("\n", "\\n")
+
+
 def main(argv: list[str] | None = None) -> int:
     a = _parser().parse_args(argv)
     if a.db:
@@ -54,7 +61,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         written = export(db, a.run_ids, a.format, a.out, force=a.force)
     except ExportInputError as e:
-        print(f"{PROG}: {e}", file=sys.stderr)
+        print(f"{PROG}: {_one_line(e)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print(f"{PROG}: interrupted; nothing written", file=sys.stderr)
@@ -62,7 +69,7 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as e:
         if os.environ.get("RLA_DEBUG"):
             raise
-        print(f"{PROG}: failed: {type(e).__name__}: {e}", file=sys.stderr)
+        print(f"{PROG}: failed: {type(e).__name__}: {_one_line(e)}", file=sys.stderr)
         return 1
     dt = time.perf_counter() - t0
     print("wrote " + " and ".join(f"{p} ({n} bytes)" for p, n in written) + f" in {dt:.2f} s")

@@ -1,14 +1,36 @@
-"""Writing export files safely: never over an existing file unless forced, never a partial file.
+"""Writing export files safely: only regular files, never over an existing file unless forced,
+never a partial file, readable by the user only. Torch-free and Qt-free.
+
+The rules, checked before any work (`refuse_existing`) and again just before the first file is
+put in place:
+
+* An output is a regular file. An existing path that is anything else — a folder, a device
+  such as /dev/full, a named pipe, a socket — is refused with or without `force`, and so is a
+  symbolic link, whatever it points to (see `_check_target` for why). A refused export
+  changes nothing.
+* Its folder must exist, be a folder and take a new file. `refuse_existing` makes sure of that
+  by creating and removing a temporary file there, so an unwritable target (a missing folder, a
+  path under a regular file, a read-only filesystem, /proc) is invalid input reported before
+  rendering, not a failure after it.
+* Every file written is mode 0600 — the user's only — whatever the umask, and also when
+  `force` replaces an existing file (the new file is a new inode; its content is new too).
 
 Each output is first written to a temporary file in its own folder (same filesystem, so the
-final step is a rename), flushed and fsynced, then moved into place. Without `force` the move is
-a hard link, which fails atomically if the name appeared meanwhile; with `force` it is
-os.replace. Any error removes the temporaries, and a group of files (CSV writes two) is put in
-place only once every member is complete. Torch-free and Qt-free.
+final step is a rename), chmod-ed, flushed and fsynced, then moved into place. Without `force`
+the move is a hard link, which fails atomically if the name appeared meanwhile; with `force` it
+is os.replace, after the targets were checked once more (what is left is a window of
+microseconds between that check and the rename; POSIX has no "replace only a regular file").
+Any error removes the temporaries, and a group of files (CSV writes two) is put in place only
+once every member is complete and every target has passed the check.
+
+Refusals raise `OutputError` (an OSError; its subclasses are also FileExistsError,
+IsADirectoryError or FileNotFoundError as fits): invalid input, one line naming the path.
 """
 from __future__ import annotations
 
+import errno
 import os
+import stat
 import tempfile
 from contextlib import contextmanager
 from pathlib import Path
@@ -16,40 +38,146 @@ from typing import Iterator
 
 from rla_engine.paths import fsync_path
 
+MODE = 0o600   # every file an export writes
 
-def refuse_existing(paths: list[Path], force: bool) -> None:
-    """Raise before any work is done when an output cannot be written (FileExistsError for an
-    existing file without `force`; FileNotFoundError / IsADirectoryError for a bad target)."""
-    for p in paths:
-        if p.is_dir():
-            raise IsADirectoryError(f"{p} is a folder; give a file name")
-        if not p.parent.is_dir():
-            raise FileNotFoundError(f"folder {p.parent} does not exist")
-        if not force and (p.exists() or p.is_symlink()):
-            raise FileExistsError(f"{p} already exists (use --force to overwrite)")
+# errors of the writability probe that are a failing machine, not a bad --out: let them through
+_RUNTIME_ERRNOS = {getattr(errno, name) for name in ("ENOSPC", "EDQUOT", "EIO", "ENOMEM", "EMFILE", "ENFILE")
+                   if hasattr(errno, name)}
 
 
-def _mode_for(path: Path) -> int:
-    """The mode a plain `open(path, "w")` would give (mkstemp makes 0600 files): the existing
-    file's mode when overwriting, else 0666 less the umask."""
+class OutputError(OSError):
+    """An output path that cannot or must not be written: invalid input (exit 2)."""
+
+
+class OutputExistsError(OutputError, FileExistsError):
+    """A regular file is there and `force` was not given."""
+
+
+class OutputIsFolderError(OutputError, IsADirectoryError):
+    """The output path is a folder."""
+
+
+class OutputFolderMissingError(OutputError, FileNotFoundError):
+    """The output's folder (or a folder above it) does not exist."""
+
+
+def kind_of(mode: int) -> str:
+    """What a stat mode is, in words."""
+    if stat.S_ISREG(mode):
+        return "regular file"
+    if stat.S_ISDIR(mode):
+        return "folder"
+    if stat.S_ISLNK(mode):
+        return "symbolic link"
+    if stat.S_ISCHR(mode):
+        return "character device"
+    if stat.S_ISBLK(mode):
+        return "block device"
+    if stat.S_ISFIFO(mode):
+        return "named pipe (FIFO)"
+    if stat.S_ISSOCK(mode):
+        return "socket"
+    return "special file"
+
+
+def _folder_problem(path: Path) -> OutputError | None:
+    """Why `path`'s folder cannot hold it, or None when it is an existing folder."""
+    folder = path.parent
     try:
-        return path.stat().st_mode & 0o7777
-    except OSError:
-        pass
-    try:   # read the umask without setting it (os.umask is process-wide and racy in a GUI)
-        with open("/proc/self/status", encoding="ascii") as f:
-            for line in f:
-                if line.startswith("Umask:"):
-                    return 0o666 & ~int(line.split()[1], 8)
-    except (OSError, ValueError):
-        pass
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return 0o666 & ~mask
+        st = os.stat(folder)              # follows links: a linked folder (/tmp on macOS) is fine
+    except (FileNotFoundError, NotADirectoryError):
+        st = None
+    except OSError as e:
+        return OutputError(f"cannot write {path}: folder {folder}: {e.strerror}")
+    if st is not None and stat.S_ISDIR(st.st_mode):
+        return None
+    # name the first component that is missing or not a folder
+    for a in [*reversed(folder.parents), folder]:
+        try:
+            st = os.stat(a)
+        except (FileNotFoundError, NotADirectoryError):
+            return OutputFolderMissingError(f"cannot write {path}: folder {a} does not exist")
+        except OSError as e:
+            return OutputError(f"cannot write {path}: folder {a}: {e.strerror}")
+        if not stat.S_ISDIR(st.st_mode):
+            return OutputFolderMissingError(f"cannot write {path}: {a} is a {kind_of(st.st_mode)}, not a folder")
+    return OutputFolderMissingError(f"cannot write {path}: folder {folder} does not exist")
+
+
+def _check_target(path: Path, force: bool) -> None:
+    """Refuse `path` unless it is absent, or a regular file and `force`.
+
+    A symbolic link is refused whatever it points to. Writing "through" it cannot be done
+    atomically — the rename that makes the write atomic replaces the link itself, leaving the
+    file it points to unchanged, which is the opposite of what the user meant — and resolving it
+    first would write wherever the link says, which in a shared folder is the classic way to
+    make a program overwrite someone else's file (and a check-then-write race besides). Refusing
+    is predictable and the message says what to do instead: give the real path."""
+    try:
+        st = os.lstat(path)               # never follows a final link
+    except FileNotFoundError:
+        return
+    except OSError as e:
+        raise OutputError(f"cannot write {path}: {e.strerror}") from None
+    mode = st.st_mode
+    if stat.S_ISLNK(mode):
+        try:
+            to = f" (to {os.readlink(path)})"
+        except OSError:
+            to = ""
+        raise OutputError(f"{path} is a symbolic link{to}; give the real path")
+    if stat.S_ISDIR(mode):
+        raise OutputIsFolderError(f"{path} is a folder; give a file name")
+    if not stat.S_ISREG(mode):
+        raise OutputError(f"{path} is a {kind_of(mode)}, not a regular file; export writes only regular files")
+    if not force:
+        raise OutputExistsError(f"{path} already exists (use --force to overwrite)")
+
+
+def _probe_folder(path: Path) -> None:
+    """Make sure a new file can be created beside `path` (create and remove one)."""
+    try:
+        fd, name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".probe")
+    except OSError as e:
+        if e.errno in _RUNTIME_ERRNOS:
+            raise
+        raise OutputError(f"cannot write {path}: cannot create a file in folder {path.parent} "
+                          f"({e.strerror or e})") from None
+    os.close(fd)
+    os.unlink(name)
+
+
+def check_outputs(paths: list[Path], force: bool) -> None:
+    """The checks on the targets alone (no file created): folder, kind, existence."""
+    for p in paths:
+        try:
+            problem = _folder_problem(p)
+            if problem is not None:
+                raise problem
+            _check_target(p, force)
+        except ValueError as e:           # an embedded NUL byte
+            raise OutputError(f"cannot write {p!r}: {e}") from None
+
+
+def refuse_existing(paths: list[Path], force: bool, probe: bool = True) -> None:
+    """Raise before any work is done when an output cannot be written: OutputError (see the
+    module's rules) for a bad, special, linked or — without `force` — existing target, or an
+    unwritable folder (found by creating and removing a file there when `probe`)."""
+    paths = [Path(p) for p in paths]
+    check_outputs(paths, force)
+    if probe:
+        for p in {p.parent: p for p in paths}.values():
+            _probe_folder(p)
 
 
 def _temp_beside(path: Path) -> Path:
-    fd, name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=f".tmp{path.suffix}")
+    try:
+        fd, name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=f".tmp{path.suffix}")
+    except OSError as e:
+        if e.errno in _RUNTIME_ERRNOS:
+            raise
+        raise OutputError(f"cannot write {path}: cannot create a file in folder {path.parent} "
+                          f"({e.strerror or e})") from None
     os.close(fd)
     return Path(name)
 
@@ -69,15 +197,15 @@ def _fsync_dir(folder: Path) -> None:
 
 def _place(tmp: Path, path: Path, force: bool) -> None:
     if force:
-        os.replace(tmp, path)
+        os.replace(tmp, path)     # the target was just checked to be absent or a regular file
         return
     try:
-        os.link(tmp, path)          # atomic "create if absent"
+        os.link(tmp, path)          # atomic "create if absent" (never follows a link at `path`)
     except FileExistsError:
-        raise FileExistsError(f"{path} already exists (use --force to overwrite)") from None
+        _check_target(path, force)  # say what is there: a special file, a link, …
+        raise OutputExistsError(f"{path} already exists (use --force to overwrite)") from None
     except OSError:                 # a filesystem without hard links: check, then rename
-        if path.exists() or path.is_symlink():
-            raise FileExistsError(f"{path} already exists (use --force to overwrite)") from None
+        _check_target(path, force)
         os.replace(tmp, path)
         return
     os.unlink(tmp)
@@ -86,11 +214,12 @@ def _place(tmp: Path, path: Path, force: bool) -> None:
 @contextmanager
 def atomic_paths(paths: list[Path], force: bool) -> Iterator[list[Path]]:
     """Yield one temporary path per output; the caller writes them (a PDF writer that opens its
-    own file, say). On a clean exit each is fsynced and moved into place; on any error, nothing
-    is left behind — neither temporaries nor, for a group, the members already placed."""
+    own file, say). On a clean exit each is made mode 0600, fsynced and moved into place; on any
+    error, nothing is left behind — neither temporaries nor, for a group, the members already
+    placed."""
     paths = [Path(p) for p in paths]
-    refuse_existing(paths, force)
-    existed = {p: p.exists() for p in paths}
+    check_outputs(paths, force)
+    existed = {p: os.path.lexists(p) for p in paths}
     temps: list[Path] = []
     placed: list[Path] = []
     try:
@@ -98,8 +227,9 @@ def atomic_paths(paths: list[Path], force: bool) -> Iterator[list[Path]]:
             temps.append(_temp_beside(p))
         yield list(temps)
         for t, p in zip(temps, paths):
-            os.chmod(t, _mode_for(p))
+            os.chmod(t, MODE)       # mkstemp's mode already; a writer may have made its own file
             fsync_path(t)
+        check_outputs(paths, force)   # again: a FIFO or a link may have appeared while rendering
         for t, p in zip(temps, paths):
             _place(t, p, force)
             placed.append(p)
@@ -133,6 +263,7 @@ def write_atomic_many(files: dict[Path, bytes | str], force: bool) -> None:
 
 
 def write_atomic(path: Path, data: bytes | str, force: bool) -> None:
-    """Write one file: refuses an existing `path` unless `force` (FileExistsError), and leaves
-    either the complete new file or no change at all."""
+    """Write one file: refuses an existing `path` unless `force` (OutputExistsError, a
+    FileExistsError) and any non-regular target (OutputError), and leaves either the complete
+    new file or no change at all."""
     write_atomic_many({Path(path): data}, force)

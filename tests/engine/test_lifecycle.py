@@ -17,30 +17,7 @@ from rla_engine.paths import checkpoints_dir
 from rla_engine.runner import Runner
 from rla_engine.store import open_store
 
-TINY_SETS = ["task.pool_size=8", "rollout.tasks_per_iter=4", "rollout.rollouts_per_task=4",
-             "eval.tasks_per_tier=4", "eval.every=2", "policy.hidden=32", "judge.hidden=32"]
-TINY = [a for s in TINY_SETS for a in ("--set", s)]
-
-
-def spawn(db, *args):
-    return subprocess.Popen([sys.executable, "-m", "rla_engine.cli", *args, "--db", str(db)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env={**os.environ, "PYTHONUNBUFFERED": "1"})
-
-
-def wait_for(predicate, timeout=60.0, what="condition"):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
-
-
-def only_run(store):
-    runs = store.list_runs()
-    return runs[0] if runs else None
+from engine_support import TINY, TINY_SETS, only_run, spawn, wait_for
 
 
 def comparable(store, run_id):

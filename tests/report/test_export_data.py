@@ -67,7 +67,9 @@ def search_store(request, tmp_path, monkeypatch):
     """A store with the search index, and one as an SQLite built without FTS5 leaves it."""
     if request.param == "no-fts5":
         from rla_engine import store as store_mod
-        monkeypatch.setattr(store_mod, "MIGRATIONS", store_mod.MIGRATIONS[:1] + [("002_runs_fts", lambda db: None)])
+        migrations = store_mod.schema.MIGRATIONS
+        monkeypatch.setattr(store_mod.schema, "MIGRATIONS",
+                            migrations[:1] + [("002_runs_fts", lambda db: None)] + migrations[2:])
     s = open_store(tmp_path / "search.db")
     assert s._has_search_index() == (request.param == "fts5")
     yield s
@@ -328,24 +330,18 @@ def test_an_export_failing_mid_way_leaves_no_partial_or_temporary_file(stored, t
     assert list(tmp_path.iterdir()) == []
 
 
-def test_write_atomic_refuses_existing_and_keeps_the_usual_mode(tmp_path):
+def test_write_atomic_refuses_existing_and_writes_private_files(tmp_path):
     p = tmp_path / "a.txt"
     files.write_atomic(p, "één", force=False)
     assert p.read_text("utf-8") == "één"
-    assert p.stat().st_mode & 0o777 == 0o666 & ~_umask()
+    assert p.stat().st_mode & 0o777 == 0o600       # for the user only, whatever the umask
     with pytest.raises(FileExistsError, match="--force"):
         files.write_atomic(p, b"x", force=False)
     os.chmod(p, 0o640)
     files.write_atomic(p, b"x", force=True)
-    assert p.read_bytes() == b"x" and p.stat().st_mode & 0o777 == 0o640
+    assert p.read_bytes() == b"x" and p.stat().st_mode & 0o777 == 0o600
     with pytest.raises(IsADirectoryError):
         files.write_atomic(tmp_path, b"x", force=True)
-
-
-def _umask() -> int:
-    m = os.umask(0o022)
-    os.umask(m)
-    return m
 
 
 # ----------------------------------------------------------------------------- boundaries

@@ -91,7 +91,7 @@ def test_new_database_gets_schema_through_named_migrations(tmp_db):
         migrations = [r[0] for r in c.execute("SELECT name FROM _migrations ORDER BY name")]
         metric_cols = [r[1] for r in c.execute("PRAGMA table_info(metrics)")]
     assert {"_migrations", "runs", "iterations", "metrics", "events", "commands", "tasks"} <= tables
-    assert migrations == ["001_schema", "002_runs_fts"]
+    assert migrations == ["001_schema", "002_runs_fts", "003_process_start"]
     assert metric_cols == ["run_id", "iteration", "key", "value", "t"]
 
 
@@ -125,13 +125,13 @@ def test_a_new_migration_is_applied_once_to_an_existing_database(tmp_db, monkeyp
         calls.append(1)
         db.execute("ALTER TABLE runs ADD COLUMN extra TEXT")
 
-    monkeypatch.setattr(store_mod, "MIGRATIONS", store_mod.MIGRATIONS + [("999_extra", m002)])
+    monkeypatch.setattr(store_mod.schema, "MIGRATIONS", store_mod.schema.MIGRATIONS + [("999_extra", m002)])
     open_store(tmp_db).close()
     open_store(tmp_db).close()
     assert calls == [1]
     with raw(tmp_db) as c:
         assert [r[0] for r in c.execute("SELECT name FROM _migrations ORDER BY name")] == \
-            ["001_schema", "002_runs_fts", "999_extra"]
+            ["001_schema", "002_runs_fts", "003_process_start", "999_extra"]
         assert "extra" in [r[1] for r in c.execute("PRAGMA table_info(runs)")]
 
 
@@ -145,14 +145,14 @@ def test_a_migration_that_fails_half_way_leaves_nothing_behind(tmp_db, monkeypat
     def fixed(db):
         db["new_table"].create({"x": int})
 
-    monkeypatch.setattr(store_mod, "MIGRATIONS", store_mod.MIGRATIONS + [("002_new", broken)])
+    monkeypatch.setattr(store_mod.schema, "MIGRATIONS", store_mod.schema.MIGRATIONS + [("002_new", broken)])
     with pytest.raises(Exception):
         open_store(tmp_db)
     with raw(tmp_db) as c:
         tables = {r[0] for r in c.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
     assert "new_table" not in tables
     # the fixed release of the same migration then applies cleanly
-    monkeypatch.setattr(store_mod, "MIGRATIONS", store_mod.MIGRATIONS[:-1] + [("002_new", fixed)])
+    monkeypatch.setattr(store_mod.schema, "MIGRATIONS", store_mod.schema.MIGRATIONS[:-1] + [("002_new", fixed)])
     open_store(tmp_db).close()
 
 
@@ -197,7 +197,7 @@ def test_failed_commit_stores_nothing_of_that_iteration(store, tmp_db, fail):
     commit(store, run, 1)
     commit(store, run, 2)
     before = snapshot(tmp_db, run)
-    with pytest.raises((ValueError, TypeError, sqlite3.Error)):
+    with pytest.raises((ValueError, TypeError, sqlite3.Error, StoreError)):
         fail(store, run)
     assert snapshot(tmp_db, run) == before
     with raw(tmp_db) as c:
@@ -294,7 +294,6 @@ def test_commands_round_trip(store):
     pending = store.pending_commands(run)
     assert [(p["id"], p["kind"], p["payload"]) for p in pending] == \
         [(a, "pause", {}), (b, "set_difficulty", {"value": 0.4}), (c, "set_difficulty", {"value": None})]
-    assert all(p["applied_at"] is None for p in pending)
 
     store.finish_command(b, "ok: difficulty 0.4")
     assert [p["id"] for p in store.pending_commands(run)] == [a, c]

@@ -1,9 +1,11 @@
-"""The one module that touches SQLite (through sqlite-utils): schema, migrations, reads, writes.
+"""The one package that touches SQLite (through sqlite-utils): reads and writes of the run
+history; opening, versions and migrations live in `schema`, process liveness in `liveness`.
 
 The database file is both the bus between engine and console and the run history
 (DESIGN §1, §4). The engine is the only writer of a run's rows; readers write only commands,
 notes/tags/archive and the `crashed` mark. An iteration exists iff its `iterations` row
 exists: its metrics, events, task rows and that row are committed in one transaction.
+Every write is one IMMEDIATE transaction that waits for another writer (`lock_wait_s`).
 """
 from __future__ import annotations
 
@@ -22,16 +24,18 @@ from typing import Any, Iterable
 import numpy as np
 import sqlite_utils
 
-from .bundle import (BUNDLE_FORMAT, FINAL, LIVE, MULTI_FORMAT, RUN_ID_RE, TASK_COLUMNS,  # noqa: F401
-                     BundleError, bundle_rows)
+from ..bundle import (BUNDLE_FORMAT, FINAL, LIVE, MULTI_FORMAT, TASK_COLUMNS,  # noqa: F401
+                      BundleError, bundle_rows)
+from ..paths import RUN_ID_RE, UnsafeRunId, check_run_id  # noqa: F401
+from .liveness import engine_gone, pid_alive, process_start  # noqa: F401
+from .schema import (FTS_COLUMNS, MIGRATIONS, SCHEMA_VERSION, StoreError, WriteError,  # noqa: F401
+                     connect, is_disk_full, write_transaction)
 
 _COLUMN_DTYPE = np.dtype([("it", np.float64), ("value", np.float64), ("t", np.float64)])
-BUSY_TIMEOUT_MS = 10_000
-# A run id names folders (checkpoints/<id>/, logs/<id>.log): an imported one must not climb out.
-
-
-class StoreError(RuntimeError):
-    """A database that cannot be used; the message says which file and why."""
+LOCK_WAIT_S = 30.0              # how long a reader's write (notes, a command) waits for the engine's
+COMMAND_MAX_BYTES = 65_536      # a command payload is a few numbers; more is not a command
+EVENT_EXCERPT_CHARS = 300       # how much of a rejected payload its event keeps
+KEPT_ON_REWIND = ("failed",)    # a resume replays iterations, but a failure stays in the history
 
 
 def _clean(obj: Any) -> Any:
@@ -53,6 +57,44 @@ def dumps(obj: Any) -> str:
         return json.dumps(_clean(obj), allow_nan=False)
 
 
+def _loads(text: str | None, what: str) -> Any:
+    """A stored JSON payload; a damaged one is shown as such rather than ending the read."""
+    try:
+        return json.loads(text or "{}")
+    except (ValueError, RecursionError):
+        return {"unreadable": f"damaged {what}", "text": (text or "")[:EVENT_EXCERPT_CHARS]}
+
+
+def parse_command(kind: bytes | None, payload: bytes | None) -> tuple[str, Any, str | None]:
+    """(kind, payload, problem) of a stored command row written by anyone: the bytes may be
+    anything, so every way they can be wrong is a reason to reject, never an exception."""
+    kind_text = (kind or b"").decode("utf-8", "replace")[:80]
+    if kind is None or not kind.isascii() or not kind_text.isidentifier():
+        return kind_text, None, f"command kind {kind_text!r} is not a command name"
+    raw = payload or b"{}"
+    if len(raw) > COMMAND_MAX_BYTES:
+        return kind_text, None, f"payload is {len(raw)} bytes; at most {COMMAND_MAX_BYTES}"
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        return kind_text, None, f"payload is not UTF-8 text (byte {e.start})"
+    try:
+        value = json.loads(text)
+    except RecursionError:
+        return kind_text, None, "payload is nested too deeply"
+    except ValueError as e:       # also a number of thousands of digits (int conversion limit)
+        return kind_text, None, f"payload is not valid JSON ({str(e)[:120]})"
+    return kind_text, value, None
+
+
+def payload_excerpt(payload: bytes | None) -> Any:
+    """What a command's event keeps of its payload: small ones whole, big ones cut."""
+    text = (payload or b"").decode("utf-8", "replace")
+    if len(text) <= EVENT_EXCERPT_CHARS:
+        return text
+    return text[:EVENT_EXCERPT_CHARS] + f"… ({len(payload or b'')} bytes)"
+
+
 def _where_in(sql: str, args: list, column: str, values: Iterable | None) -> tuple[str, list]:
     """Append `AND column IN (…)` when values are given."""
     if values is None:
@@ -70,181 +112,88 @@ def _now() -> float:
     return time.time()
 
 
-def _m001_schema(db: sqlite_utils.Database) -> None:
-    db["runs"].create({
-        "id": str, "name": str, "status": str, "preset": str, "config_json": str, "group_id": str,
-        "created_at": float, "started_at": float, "ended_at": float, "heartbeat_at": float,
-        "pid": int, "host": str, "iteration": int, "device": str, "error": str, "notes": str,
-        "tags": str, "archived": int,
-    }, pk="id", defaults={"notes": "", "tags": "", "archived": 0, "iteration": 0})
-    db["iterations"].create({"run_id": str, "iteration": int, "t": float, "env_steps": int,
-                             "wall_s": float}, pk=("run_id", "iteration"))
-    db["metrics"].create({"run_id": str, "iteration": int, "key": str, "value": float, "t": float},
-                         pk=("run_id", "iteration", "key"))
-    db["metrics"].create_index(["run_id", "key", "iteration"])
-    db["events"].create({"id": int, "run_id": str, "iteration": int, "t": float, "kind": str,
-                         "payload_json": str}, pk="id")
-    db["events"].create_index(["run_id", "id"])
-    db["commands"].create({"id": int, "run_id": str, "kind": str, "payload_json": str,
-                           "created_at": float, "applied_at": float, "result": str}, pk="id")
-    db["commands"].create_index(["run_id", "applied_at"])
-    # `uid` names one task row for its whole life (pending -> active -> retired); DESIGN's
-    # columns plus this key, since (slot, version) repeats across rejected candidates.
-    db["tasks"].create({
-        "run_id": str, "uid": int, "slot": int, "version": int, "family": str, "params_json": str,
-        "difficulty": float, "status": str, "last_acc": float, "direction": str, "prev_acc": float,
-        "new_acc": float, "critic_json": str, "created_iteration": int, "decided_iteration": int,
-    }, pk=("run_id", "uid"))
-    db["tasks"].create_index(["run_id", "slot", "version"])
-
-
-def _m002_runs_fts(db: sqlite_utils.Database) -> None:
-    """Full-text search over runs(name, notes, tags), kept fresh by triggers (sqlite-utils'
-    layout: `runs_fts` with content=runs, triggers runs_ai/_ad/_au). The update trigger is
-    narrowed to those three columns: the engine updates its run row on every heartbeat and
-    iteration, and those writes must not churn the index."""
-    try:
-        db.execute("CREATE VIRTUAL TABLE temp._fts5_probe USING fts5(x)")
-        db.execute("DROP TABLE temp._fts5_probe")
-    except sqlite3.OperationalError:   # an SQLite built without FTS5: search_runs falls back to LIKE
-        return
-    db["runs"].enable_fts(list(FTS_COLUMNS), create_triggers=True)
-    db.execute("DROP TRIGGER runs_au")
-    db.execute("CREATE TRIGGER runs_au AFTER UPDATE OF name, notes, tags ON runs BEGIN "
-               "INSERT INTO runs_fts (runs_fts, rowid, name, notes, tags) "
-               "VALUES ('delete', old.rowid, old.name, old.notes, old.tags); "
-               "INSERT INTO runs_fts (rowid, name, notes, tags) VALUES (new.rowid, new.name, new.notes, new.tags); "
-               "END")
-
-
-FTS_COLUMNS = ("name", "notes", "tags")
-MIGRATIONS: list[tuple[str, Any]] = [("001_schema", _m001_schema), ("002_runs_fts", _m002_runs_fts)]
-
-
-
 def _finite(x: Any) -> bool:
     return isinstance(x, numbers.Real) and not isinstance(x, bool) and math.isfinite(x)
 
 
-def pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    # A zombie (exited, not yet reaped by its parent) is dead for our purposes.
-    try:
-        with open(f"/proc/{pid}/stat", encoding="ascii") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return True
-
-
 class Store:
-    def __init__(self, path: str | Path, create: bool = True):
+    def __init__(self, path: str | Path, create: bool = True, lock_wait_s: float = LOCK_WAIT_S):
         self.path = Path(path).expanduser()
-        self.db = self._connect(create)
-
-    # -- opening -------------------------------------------------------------------------
-    def _connect(self, create: bool) -> sqlite_utils.Database:
-        p = self.path
-        if p.is_dir():
-            raise StoreError(f"database path {p} is a directory, not a file")
-        if not p.exists():
-            if not create:
-                raise StoreError(f"database {p} does not exist")
-            try:
-                p.parent.mkdir(parents=True, exist_ok=True)
-            except OSError as e:
-                raise StoreError(f"cannot create the folder of database {p}: {e.strerror}") from None
-            if not os.access(p.parent, os.W_OK):
-                raise StoreError(f"cannot write database {p}: folder {p.parent} is not writable")
-        elif not os.access(p, os.R_OK):
-            raise StoreError(f"cannot read database {p}: permission denied")
-        try:
-            conn = sqlite3.connect(str(p), timeout=BUSY_TIMEOUT_MS / 1000, check_same_thread=False)
-            conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-            tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
-        except sqlite3.DatabaseError as e:
-            raise StoreError(f"database {p} is not a usable SQLite file ({e})") from None
-        if tables and "_migrations" not in tables:
-            conn.close()
-            raise StoreError(f"database {p} is a SQLite file but not an RLAnything database "
-                             f"(tables: {', '.join(sorted(tables)[:5])})")
-        db = sqlite_utils.Database(conn)
-        try:
-            self._migrate(db)
-            if db.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
-                db.enable_wal()
-            db.execute("PRAGMA synchronous = NORMAL")
-        except sqlite3.OperationalError as e:
-            conn.close()
-            raise StoreError(f"cannot use database {p}: {e}") from None
-        except StoreError:
-            conn.close()
-            raise
-        return db
-
-    @staticmethod
-    def _migrate(db: sqlite_utils.Database) -> None:
-        """Apply missing migrations, each in its own IMMEDIATE transaction: DDL is not
-        transactional under sqlite3's default mode, and a second process opening the same new
-        file waits for the first instead of racing it."""
-        conn = db.conn
-        conn.execute("CREATE TABLE IF NOT EXISTS _migrations (name TEXT PRIMARY KEY, applied_at FLOAT)")
-        conn.commit()
-        done = {r[0] for r in conn.execute("SELECT name FROM _migrations")}
-        for name, apply in MIGRATIONS:
-            if name in done:
-                continue
-            conn.execute("BEGIN IMMEDIATE")
-            try:
-                if conn.execute("SELECT 1 FROM _migrations WHERE name = ?", [name]).fetchone() is None:
-                    apply(db)
-                    conn.execute("INSERT INTO _migrations (name, applied_at) VALUES (?, ?)", [name, _now()])
-                conn.execute("COMMIT")
-            except Exception as e:
-                conn.execute("ROLLBACK")
-                raise StoreError(f"migration {name} failed: {e}") from e
+        self.lock_wait_s = lock_wait_s
+        self.db = sqlite_utils.Database(connect(self.path, create))
+        self._gone: set[str] = set()    # runs found crashed that this reader could not mark so
 
     def close(self) -> None:
         self.db.conn.close()
 
+    def _write(self):
+        return write_transaction(self.db.conn, self.path, self.lock_wait_s)
+
     # -- runs ----------------------------------------------------------------------------
     def create_run(self, run_id: str, *, name: str, preset: str | None, config: dict, device: str,
-                   group_id: str | None = None) -> None:
+                   group_id: str | None = None, first_events: list[tuple[str, dict]] | None = None,
+                   first_tasks: list[dict] | None = None) -> None:
+        """A new live run; with first_events/first_tasks, its iteration 0 is committed in the
+        same transaction (a run row never exists without its starting state)."""
+        try:
+            check_run_id(run_id)
+        except UnsafeRunId as e:
+            raise StoreError(str(e)) from None
         t = _now()
-        with self.db.conn:
-            self.db["runs"].insert({
-                "id": run_id, "name": name, "status": "running", "preset": preset or "",
-                "config_json": dumps(config), "group_id": group_id, "created_at": t,
-                "started_at": t, "heartbeat_at": t, "pid": os.getpid(), "host": socket.gethostname(),
-                "iteration": 0, "device": device, "error": None, "notes": "", "tags": "", "archived": 0,
-            })
+        row = {"id": run_id, "name": name, "status": "running", "preset": preset or "",
+               "config_json": dumps(config), "group_id": group_id, "created_at": t, "started_at": t,
+               "heartbeat_at": t, "pid": os.getpid(), "host": socket.gethostname(),
+               "pid_start": process_start(os.getpid()), "iteration": 0, "device": device, "error": None,
+               "notes": "", "tags": "", "archived": 0}
+        with self._write() as conn:
+            if conn.execute("SELECT 1 FROM runs WHERE id = ?", [run_id]).fetchone() is not None:
+                raise StoreError(f"run id {run_id!r} already exists in {self.path}")
+            conn.execute(f"INSERT INTO runs ({', '.join(row)}) VALUES ({', '.join('?' for _ in row)})",
+                         list(row.values()))
+            if first_events is not None or first_tasks is not None:
+                self._commit_rows(conn, run_id, 0, env_steps=0, wall_s=0.0, metrics={},
+                                  events=first_events or [], tasks=first_tasks or [], t=t)
 
     def run_exists(self, run_id: str) -> bool:
         return self.get_run(run_id) is not None
 
     def get_run(self, run_id: str) -> dict | None:
-        rows = list(self.db.query("SELECT * FROM runs WHERE id = ?", [run_id]))
+        rows = self._shown(self.db.query("SELECT * FROM runs WHERE id = ?", [run_id]))
         return rows[0] if rows else None
 
     def list_runs(self, include_archived: bool = False) -> list[dict]:
         where = "" if include_archived else "WHERE archived = 0"
-        return list(self.db.query(f"SELECT * FROM runs {where} ORDER BY created_at DESC"))
+        return self._shown(self.db.query(f"SELECT * FROM runs {where} ORDER BY created_at DESC"))
+
+    def _shown(self, rows: Iterable[dict]) -> list[dict]:
+        rows = list(rows)
+        for r in rows:
+            if r["id"] in self._gone and r["status"] in LIVE:
+                r.update(status="crashed", ended_at=r["heartbeat_at"], error=r["error"] or "engine process is gone")
+        return rows
 
     def run_config(self, run_id: str) -> dict:
-        return json.loads(self.get_run(run_id)["config_json"])
+        run = self.get_run(run_id)
+        if run is None:
+            raise StoreError(f"no run {run_id!r} in {self.path}")
+        try:
+            config = json.loads(run["config_json"] or "")
+        except (ValueError, RecursionError) as e:
+            raise StoreError(f"run {run_id}: its stored configuration is damaged ({str(e)[:80]})") from None
+        if not isinstance(config, dict):
+            raise StoreError(f"run {run_id}: its stored configuration is not a table of settings")
+        return config
 
     def _update_run(self, run_id: str, **fields: Any) -> None:
-        with self.db.conn:
-            self.db["runs"].update(run_id, fields)
+        with self._write() as conn:
+            conn.execute(f"UPDATE runs SET {', '.join(f'{k} = ?' for k in fields)} WHERE id = ?",
+                         [*fields.values(), run_id])
 
     def claim_run(self, run_id: str, device: str) -> None:
         """The engine process (re)takes a run: it records its pid and host, and goes live."""
         self._update_run(run_id, status="running", pid=os.getpid(), host=socket.gethostname(),
-                         heartbeat_at=_now(), ended_at=None, error=None, device=device)
+                         pid_start=process_start(os.getpid()), heartbeat_at=_now(), ended_at=None,
+                         error=None, device=device)
 
     def set_status(self, run_id: str, status: str, error: str | None = None) -> None:
         fields: dict[str, Any] = {"status": status, "heartbeat_at": _now()}
@@ -253,6 +202,16 @@ class Store:
         if error is not None:
             fields["error"] = error
         self._update_run(run_id, **fields)
+
+    def end_run(self, run_id: str, iteration: int, status: str, payload: dict, error: str | None = None) -> None:
+        """The run's last words, in one transaction: its final event (at a committed iteration, so
+        a later resume's rewind keeps it) and its final status."""
+        t = _now()
+        with self._write() as conn:
+            conn.execute("INSERT INTO events (run_id, iteration, t, kind, payload_json) VALUES (?, ?, ?, ?, ?)",
+                         [run_id, iteration, t, status, dumps(payload)])
+            conn.execute("UPDATE runs SET status = ?, heartbeat_at = ?, ended_at = ?, error = coalesce(?, error) "
+                         "WHERE id = ?", [status, t, t, error, run_id])
 
     def heartbeat(self, run_id: str) -> None:
         self._update_run(run_id, heartbeat_at=_now())
@@ -267,33 +226,36 @@ class Store:
         self._update_run(run_id, archived=int(archived))
 
     def delete_run(self, run_id: str) -> None:
-        with self.db.conn:
+        with self._write() as conn:
             for table in ("metrics", "iterations", "events", "commands", "tasks"):
-                self.db.execute(f"DELETE FROM {table} WHERE run_id = ?", [run_id])
-            self.db.execute("DELETE FROM runs WHERE id = ?", [run_id])
+                conn.execute(f"DELETE FROM {table} WHERE run_id = ?", [run_id])
+            conn.execute("DELETE FROM runs WHERE id = ?", [run_id])
 
     # -- iterations ----------------------------------------------------------------------
     def commit_iteration(self, run_id: str, iteration: int, *, env_steps: int, wall_s: float,
                          metrics: dict[str, float], events: list[tuple[str, dict]],
                          tasks: list[dict]) -> None:
         """Everything of one iteration, atomically; the `iterations` row is written last."""
-        t = _now()
         bad = [k for k, v in metrics.items() if not _finite(v)]
         if bad:
             raise ValueError(f"refusing to store non-finite metrics: {', '.join(bad)}")
-        conn = self.db.conn
-        with conn:
-            conn.executemany("INSERT OR REPLACE INTO metrics (run_id, iteration, key, value, t) "
-                             "VALUES (?, ?, ?, ?, ?)",
-                             [(run_id, iteration, k, float(v), t) for k, v in metrics.items()])
-            conn.executemany("INSERT INTO events (run_id, iteration, t, kind, payload_json) "
-                             "VALUES (?, ?, ?, ?, ?)",
-                             [(run_id, iteration, t, kind, dumps(p)) for kind, p in events])
-            self._upsert_tasks(conn, run_id, tasks)
-            conn.execute("UPDATE runs SET iteration = ?, heartbeat_at = ? WHERE id = ?",
-                         [iteration, t, run_id])
-            conn.execute("INSERT OR REPLACE INTO iterations (run_id, iteration, t, env_steps, wall_s) "
-                         "VALUES (?, ?, ?, ?, ?)", [run_id, iteration, t, int(env_steps), float(wall_s)])
+        with self._write() as conn:
+            self._commit_rows(conn, run_id, iteration, env_steps=env_steps, wall_s=wall_s, metrics=metrics,
+                              events=events, tasks=tasks, t=_now())
+
+    def _commit_rows(self, conn: sqlite3.Connection, run_id: str, iteration: int, *, env_steps: int,
+                     wall_s: float, metrics: dict[str, float], events: list[tuple[str, dict]],
+                     tasks: list[dict], t: float) -> None:
+        conn.executemany("INSERT OR REPLACE INTO metrics (run_id, iteration, key, value, t) "
+                         "VALUES (?, ?, ?, ?, ?)",
+                         [(run_id, iteration, k, float(v), t) for k, v in metrics.items()])
+        conn.executemany("INSERT INTO events (run_id, iteration, t, kind, payload_json) "
+                         "VALUES (?, ?, ?, ?, ?)",
+                         [(run_id, iteration, t, kind, dumps(p)) for kind, p in events])
+        self._upsert_tasks(conn, run_id, tasks)
+        conn.execute("UPDATE runs SET iteration = ?, heartbeat_at = ? WHERE id = ?", [iteration, t, run_id])
+        conn.execute("INSERT OR REPLACE INTO iterations (run_id, iteration, t, env_steps, wall_s) "
+                     "VALUES (?, ?, ?, ?, ?)", [run_id, iteration, t, int(env_steps), float(wall_s)])
 
     @staticmethod
     def _upsert_tasks(conn: sqlite3.Connection, run_id: str, tasks: list[dict]) -> None:
@@ -304,7 +266,7 @@ class Store:
                           for row in tasks])
 
     def write_tasks(self, run_id: str, tasks: list[dict]) -> None:
-        with self.db.conn as conn:
+        with self._write() as conn:
             self._upsert_tasks(conn, run_id, tasks)
 
     def last_iteration(self, run_id: str) -> int:
@@ -312,12 +274,15 @@ class Store:
         return int(row[0] or 0)
 
     def rewind(self, run_id: str, iteration: int) -> int:
-        """Delete what came after `iteration` (the checkpoint a resume starts from); return rows gone."""
+        """Delete what came after `iteration` (the checkpoint a resume starts from); return rows gone.
+        Failures stay: they are history, not training state."""
         gone = 0
-        with self.db.conn as conn:
-            for table, col in (("metrics", "iteration"), ("iterations", "iteration"),
-                               ("events", "iteration"), ("tasks", "created_iteration")):
-                gone += conn.execute(f"DELETE FROM {table} WHERE run_id = ? AND {col} > ?",
+        kept = ", ".join(f"'{k}'" for k in KEPT_ON_REWIND)
+        with self._write() as conn:
+            for table, col, extra in (("metrics", "iteration", ""), ("iterations", "iteration", ""),
+                                      ("events", "iteration", f" AND kind NOT IN ({kept})"),
+                                      ("tasks", "created_iteration", "")):
+                gone += conn.execute(f"DELETE FROM {table} WHERE run_id = ? AND {col} > ?{extra}",
                                      [run_id, iteration]).rowcount
             conn.execute("UPDATE runs SET iteration = ? WHERE id = ?", [iteration, run_id])
             conn.execute("INSERT INTO events (run_id, iteration, t, kind, payload_json) VALUES (?, ?, ?, ?, ?)",
@@ -325,7 +290,7 @@ class Store:
         return gone
 
     def add_event(self, run_id: str, iteration: int, kind: str, payload: dict | None = None) -> int:
-        with self.db.conn as conn:
+        with self._write() as conn:
             cur = conn.execute("INSERT INTO events (run_id, iteration, t, kind, payload_json) VALUES (?, ?, ?, ?, ?)",
                                [run_id, iteration, _now(), kind, dumps(payload or {})])
             return int(cur.lastrowid)
@@ -380,7 +345,7 @@ class Store:
                        iterations: Iterable[tuple[int, float, int, float]]) -> None:
         """Bulk-load stored history (an import, a benchmark): (iteration, key, value, t) rows and
         (iteration, t, env_steps, wall_s) rows, in one transaction."""
-        with self.db.conn as conn:
+        with self._write() as conn:
             conn.executemany("INSERT OR REPLACE INTO metrics (run_id, iteration, key, value, t) VALUES (?, ?, ?, ?, ?)",
                              ((run_id, it, k, float(v), t) for it, k, v, t in metrics))
             conn.executemany("INSERT OR REPLACE INTO iterations (run_id, iteration, t, env_steps, wall_s) "
@@ -432,7 +397,7 @@ class Store:
         sql, args = _where_in(sql, args, "kind", kinds)
         rows = list(self.db.query(sql + " ORDER BY id", args))
         for r in rows:
-            r["payload"] = json.loads(r.pop("payload_json") or "{}")
+            r["payload"] = _loads(r.pop("payload_json"), "event payload")
         return rows
 
     def tasks(self, run_id: str, statuses: Iterable[str] | None = None) -> list[dict]:
@@ -477,8 +442,8 @@ class Store:
         """Rebuild the search index from the runs table (after a VACUUM, which may renumber the
         rowids the index refers to)."""
         if self._has_search_index():
-            with self.db.conn:
-                self.db.execute("INSERT INTO runs_fts (runs_fts) VALUES ('rebuild')")
+            with self._write() as conn:
+                conn.execute("INSERT INTO runs_fts (runs_fts) VALUES ('rebuild')")
 
     # -- export / import -----------------------------------------------------------------
     def export_run(self, run_id: str) -> dict:
@@ -492,13 +457,14 @@ class Store:
             if row is None:
                 raise StoreError(f"no run {run_id!r} in {self.path}")
             run = dict(zip([d[0] for d in cur.description], row))
-            run["config"] = json.loads(run.pop("config_json") or "{}")
+            run.pop("pid_start", None)     # a fact about this host's processes, not the run's history
+            run["config"] = _loads(run.pop("config_json"), "configuration")
             args = [run_id]
             iterations = [{"iteration": i, "t": t, "env_steps": n, "wall_s": w} for i, t, n, w in conn.execute(
                 "SELECT iteration, t, env_steps, wall_s FROM iterations WHERE run_id = ? ORDER BY iteration", args)]
             metrics = [{"iteration": i, "key": k, "value": v, "t": t} for i, k, v, t in conn.execute(
                 "SELECT iteration, key, value, t FROM metrics WHERE run_id = ? ORDER BY iteration, key", args)]
-            events = [{"id": i, "iteration": it, "t": t, "kind": k, "payload": json.loads(p or "{}")}
+            events = [{"id": i, "iteration": it, "t": t, "kind": k, "payload": _loads(p, "event payload")}
                       for i, it, t, k, p in conn.execute(
                           "SELECT id, iteration, t, kind, payload_json FROM events WHERE run_id = ? ORDER BY id", args)]
             cols = TASK_COLUMNS[1:]
@@ -531,20 +497,12 @@ class Store:
         dup = sorted({i for i in ids if ids.count(i) > 1})
         if dup:
             raise StoreError(f"run id {dup[0]!r} appears more than once in the import")
-        conn = self.db.conn
-        try:
-            conn.execute("BEGIN IMMEDIATE")
-        except sqlite3.Error as e:
-            raise StoreError(f"cannot write database {self.path}: {e}") from None
-        try:
+        with self._write() as conn:
             for p in plans:
-                self._insert_plan(conn, p)
-            conn.execute("COMMIT")
-        except BaseException as e:
-            conn.rollback()
-            if isinstance(e, sqlite3.Error):
-                raise StoreError(f"import into {self.path} failed: {e}") from None
-            raise
+                try:
+                    self._insert_plan(conn, p)
+                except sqlite3.IntegrityError as e:
+                    raise StoreError(f"import into {self.path} failed: {e}") from None
         return ids
 
     def _insert_plan(self, conn: sqlite3.Connection, p: dict) -> None:
@@ -590,30 +548,38 @@ class Store:
 
     # -- commands ------------------------------------------------------------------------
     def add_command(self, run_id: str, kind: str, payload: dict | None = None) -> int:
-        with self.db.conn as conn:
+        with self._write() as conn:
             cur = conn.execute("INSERT INTO commands (run_id, kind, payload_json, created_at) VALUES (?, ?, ?, ?)",
                                [run_id, kind, dumps(payload if payload is not None else {}), _now()])
             return int(cur.lastrowid)
 
     def pending_commands(self, run_id: str) -> list[dict]:
-        rows = list(self.db.query("SELECT * FROM commands WHERE run_id = ? AND applied_at IS NULL ORDER BY id",
-                                  [run_id]))
-        for r in rows:
-            try:
-                r["payload"] = json.loads(r["payload_json"] or "{}")
-            except json.JSONDecodeError:
-                r["payload"] = None   # the engine rejects it with a reason
-        return rows
+        """Commands not yet applied, oldest first, as {id, kind, payload, problem, excerpt}. Any
+        process can insert a row, so the raw bytes are parsed here and a bad row comes back with
+        its `problem` (the engine rejects it with that reason) rather than raising."""
+        rows = self.db.execute("SELECT id, CAST(kind AS BLOB), CAST(payload_json AS BLOB) FROM commands "
+                               "WHERE run_id = ? AND applied_at IS NULL ORDER BY id", [run_id]).fetchall()
+        out = []
+        for command_id, kind, payload in rows:
+            kind_text, value, problem = parse_command(kind, payload)
+            out.append({"id": command_id, "kind": kind_text, "payload": value, "problem": problem,
+                        "excerpt": payload_excerpt(payload)})
+        return out
 
     def expire_commands(self, run_id: str, result: str) -> int:
         """Close every command still pending for a run without applying it; return how many."""
-        with self.db.conn as conn:
+        with self._write() as conn:
             return conn.execute("UPDATE commands SET applied_at = ?, result = ? WHERE run_id = ? AND applied_at IS NULL",
                                 [_now(), result, run_id]).rowcount
 
-    def finish_command(self, command_id: int, result: str) -> None:
-        with self.db.conn as conn:
+    def finish_command(self, command_id: int, result: str, run_id: str | None = None, iteration: int = 0,
+                       event: tuple[str, dict] | None = None) -> None:
+        """Stamp a command applied with its result, and record its event in the same transaction."""
+        with self._write() as conn:
             conn.execute("UPDATE commands SET applied_at = ?, result = ? WHERE id = ?", [_now(), result, command_id])
+            if event is not None:
+                conn.execute("INSERT INTO events (run_id, iteration, t, kind, payload_json) VALUES (?, ?, ?, ?, ?)",
+                             [run_id, iteration, _now(), event[0], dumps(event[1])])
 
     def command(self, command_id: int) -> dict | None:
         rows = list(self.db.query("SELECT * FROM commands WHERE id = ?", [command_id]))
@@ -623,25 +589,39 @@ class Store:
     def refresh_liveness(self, stale_after_s: float | None = None) -> list[str]:
         """Mark live runs whose engine is gone as crashed; return their ids.
 
-        On this host a pid settles it; elsewhere only the heartbeat can (DESIGN §1)."""
+        On this host the process settles it (its pid and start time); elsewhere only the
+        heartbeat can (DESIGN §1). A reader that cannot write (a full disk, a read-only copy)
+        still reads: the mark is left for the next reader."""
         host, now, crashed = socket.gethostname(), _now(), []
-        for run in self.db.query("SELECT id, pid, host, heartbeat_at, config_json FROM runs "
+        for run in self.db.query("SELECT id, pid, pid_start, host, heartbeat_at, config_json FROM runs "
                                  "WHERE status IN ('running', 'paused')"):
-            if run["host"] == host and run["pid"]:
-                dead = not pid_alive(run["pid"])
+            limit = stale_after_s or self._stale_after(run["config_json"])
+            age = now - (run["heartbeat_at"] or 0)
+            if run["host"] == host:
+                dead = engine_gone(run["pid"], run["pid_start"], age, limit)
             else:
-                limit = stale_after_s or json.loads(run["config_json"]).get("run", {}).get("stale_after_s", 15.0)
-                dead = now - (run["heartbeat_at"] or 0) > limit
+                dead = age > limit
             if dead:
                 crashed.append(run["id"])
         for run_id in crashed:
-            with self.db.conn as conn:
-                # it ended when it last beat, not when a reader noticed
-                conn.execute("UPDATE runs SET status = 'crashed', ended_at = coalesce(heartbeat_at, ?), "
-                             "error = coalesce(error, 'engine process is gone') "
-                             "WHERE id = ? AND status IN ('running', 'paused')", [now, run_id])
+            try:
+                with self._write() as conn:
+                    # it ended when it last beat, not when a reader noticed
+                    conn.execute("UPDATE runs SET status = 'crashed', ended_at = coalesce(heartbeat_at, ?), "
+                                 "error = coalesce(error, 'engine process is gone') "
+                                 "WHERE id = ? AND status IN ('running', 'paused')", [now, run_id])
+            except WriteError:
+                self._gone.add(run_id)
         return crashed
 
+    @staticmethod
+    def _stale_after(config_json: str | None) -> float:
+        try:
+            value = json.loads(config_json or "{}").get("run", {}).get("stale_after_s", 15.0)
+        except (ValueError, AttributeError, RecursionError):
+            return 15.0
+        return float(value) if _finite(value) and value > 0 else 15.0
 
-def open_store(path: str | Path, create: bool = True) -> Store:
-    return Store(path, create=create)
+
+def open_store(path: str | Path, create: bool = True, lock_wait_s: float = LOCK_WAIT_S) -> Store:
+    return Store(path, create=create, lock_wait_s=lock_wait_s)

@@ -1,0 +1,45 @@
+"""Helpers shared by the engine tests that drive the real `rla` command."""
+import os
+import subprocess
+import sys
+import time
+
+TINY_SETS = ["task.pool_size=8", "rollout.tasks_per_iter=4", "rollout.rollouts_per_task=4",
+             "eval.tasks_per_tier=4", "eval.every=2", "policy.hidden=32", "judge.hidden=32"]
+TINY = [a for s in TINY_SETS for a in ("--set", s)]
+
+
+def spawn(db, *args):
+    return subprocess.Popen([sys.executable, "-m", "rla_engine.cli", *args, "--db", str(db)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "PYTHONUNBUFFERED": "1"})
+
+
+def rla(*args, db=None, timeout=120):
+    cmd = [sys.executable, "-m", "rla_engine.cli", *args] + (["--db", str(db)] if db else [])
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,
+                          env={**os.environ, "PYTHONUNBUFFERED": "1"})
+
+
+def wait_for(predicate, timeout=60.0, what="condition"):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.02)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def only_run(store):
+    runs = store.list_runs()
+    return runs[0] if runs else None
+
+
+def one_line_error(res) -> str:
+    """The single stderr line of a refused command (exit 2, no traceback)."""
+    assert res.returncode == 2, (res.returncode, res.stdout, res.stderr)
+    assert "Traceback" not in res.stderr + res.stdout, res.stderr
+    lines = res.stderr.strip().splitlines()
+    assert len(lines) == 1, res.stderr
+    return lines[0]
