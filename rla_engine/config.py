@@ -7,6 +7,7 @@ engine uses, so a form and `rla run` can never disagree about what is valid.
 from __future__ import annotations
 
 import dataclasses
+import sys
 import tomllib
 from dataclasses import dataclass, field
 from importlib import resources
@@ -23,7 +24,27 @@ class ConfigError(ValueError):
 
     def __init__(self, key: str, value: Any, allowed: str):
         self.key, self.value, self.allowed = key, value, allowed
-        super().__init__(f"invalid config: {key} = {value!r}: {allowed}")
+        super().__init__(f"invalid config: {_printable(key)} = {_show(value)}: {allowed}")
+
+
+_SHOWN_CHARS = 200      # a value longer than this is cut in a message (a message is one line)
+
+
+def _printable(text: Any) -> str:
+    """`text` with non-printable characters (newlines, controls, lone surrogates) escaped: one line."""
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in str(text))
+
+
+def _show(value: Any) -> str:
+    """repr() of a value for a message: one line, at most _SHOWN_CHARS, never raising."""
+    try:
+        text = repr(value)
+    except ValueError:          # an int over Python's digit limit for int -> str, or a list holding one
+        text = (f"<an integer of about {int(value.bit_length() * 0.30103)} digits>" if isinstance(value, int)
+                else f"<a {type(value).__name__} holding an integer too long to show>")
+    except RecursionError:      # lists nested too deeply to print
+        text = f"<a {type(value).__name__} nested too deeply to show>"
+    return text if len(text) <= _SHOWN_CHARS else text[:_SHOWN_CHARS - 1] + "…"
 
 
 def _f(default, help: str, **meta):
@@ -152,24 +173,53 @@ def _type_name(t) -> str:
             list: "a list"}.get(t, str(t))
 
 
+def _plural_name(t) -> str:
+    return {int: "integers", float: "numbers", bool: "true/false values", str: "strings"}.get(t, str(t))
+
+
+def _range_text(meta) -> str:
+    lo, hi = meta.get("min"), meta.get("max")
+    parts = ([f"{'>' if meta.get('min_exclusive') else '≥'} {lo}"] if lo is not None else []) \
+        + ([f"≤ {hi}"] if hi is not None else [])
+    return " and ".join(parts)
+
+
+def _allowed_text(f: dataclasses.Field) -> str:
+    """What a field allows, in words: `must be an integer ≥ 1 and ≤ 64`."""
+    t = {"int": int, "float": float, "bool": bool, "str": str, "list": list}.get(f.type, f.type)
+    kind = f"a list of {_plural_name(f.metadata.get('item', float))}" if t is list else _type_name(t)
+    choices = _allowed_choices(f.metadata)
+    if choices:
+        return f"must be one of {', '.join(map(str, choices))}"
+    return " ".join(filter(None, [f"must be {kind}", _range_text(f.metadata)]))
+
+
+def _to_float(key: str, v: int, value: Any, meta) -> float:
+    try:
+        return float(v)
+    except OverflowError:       # an int beyond the float range is beyond every float field's range
+        raise ConfigError(key, value, f"must be {_range_text(meta) or 'a finite number'}") from None
+
+
 def _check_value(key: str, value: Any, f: dataclasses.Field) -> Any:
     """Type-check and range-check one value; return it coerced (int -> float where a float is due)."""
     t = {"int": int, "float": float, "bool": bool, "str": str, "list": list}.get(f.type, f.type)
     meta = f.metadata
     if t is float and isinstance(value, int) and not isinstance(value, bool):
-        value = float(value)
+        value = _to_float(key, value, value, meta)
     if t is bool and not isinstance(value, bool) or t is not bool and isinstance(value, bool) \
             or not isinstance(value, t):
-        raise ConfigError(key, value, f"must be {_type_name(t)}")
+        raise ConfigError(key, value, f"must be a list of {_plural_name(meta.get('item', float))}"
+                          if t is list else f"must be {_type_name(t)}")
     items = value if t is list else [value]
     if t is list:
         item_t = meta.get("item", float)
         coerced = []
         for v in items:
             if item_t is float and isinstance(v, int) and not isinstance(v, bool):
-                v = float(v)
+                v = _to_float(key, v, value, meta)
             if not isinstance(v, item_t) or isinstance(v, bool):
-                raise ConfigError(key, value, f"must be a list of {_type_name(item_t)} values")
+                raise ConfigError(key, value, f"must be a list of {_plural_name(item_t)}")
             coerced.append(v)
         if not coerced:
             raise ConfigError(key, value, "must not be empty")
@@ -251,9 +301,15 @@ def parse_set(assignment: str) -> tuple[str, Any]:
         raise ConfigError(assignment, assignment, "--set takes key=value, e.g. policy.lam=0.5")
     raw = raw.strip()
     try:
-        value = tomllib.loads(f"v = {raw}")["v"]
+        doc = tomllib.loads(f"v = {raw}")
     except tomllib.TOMLDecodeError:
-        value = raw
+        doc = {}
+    except ValueError:          # an integer literal over Python's digit limit for str -> int
+        raise ConfigError(key, raw, f"number too long; {_allowed_text(field_meta(key, raw))}") from None
+    except RecursionError:      # brackets nested deeper than the parser recurses
+        raise ConfigError(key, raw, f"nested too deeply; {_allowed_text(field_meta(key, raw))}") from None
+    # one TOML value, or else the text itself: `0.5\nx = 1` is not 0.5 with the rest dropped
+    value = doc["v"] if set(doc) == {"v"} else raw
     return key, value
 
 
@@ -281,11 +337,24 @@ def preset_description(name: str) -> str:
 def load_file(path: str | Path) -> dict:
     p = Path(path)
     try:
-        return tomllib.loads(p.read_text(encoding="utf-8"))
+        text = p.read_bytes().decode("utf-8")   # bytes: no newline translation (a lone CR is not TOML)
     except FileNotFoundError:
         raise ConfigError("config", str(p), "file not found") from None
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
+    except IsADirectoryError:
+        raise ConfigError("config", str(p), "is a folder, not a TOML file") from None
+    except UnicodeDecodeError as e:
+        raise ConfigError("config", str(p), f"not valid TOML (not UTF-8 text: {e})") from None
+    except (OSError, ValueError) as e:      # permission denied, a NUL in the path, …
+        raise ConfigError("config", str(p), f"cannot read the file ({getattr(e, 'strerror', None) or e})") from None
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
         raise ConfigError("config", str(p), f"not valid TOML ({e})") from None
+    except ValueError:          # an integer literal over Python's digit limit for str -> int
+        raise ConfigError("config", str(p), f"not usable TOML (an integer has more than "
+                                            f"{sys.get_int_max_str_digits()} digits)") from None
+    except RecursionError:
+        raise ConfigError("config", str(p), "not usable TOML (nested too deeply)") from None
 
 
 def build(preset: str | None = None, config_file: str | Path | None = None,
