@@ -271,8 +271,9 @@ class MainWindow(QtWidgets.QMainWindow):
             self, "Export", str(self.db_path.parent / f"{ids[0]}.html"), ";;".join(self.EXPORT_FILTERS))
         if path:
             fmt = self.EXPORT_FILTERS.get(chosen) or Path(path).suffix.lstrip(".") or "html"
-            # the file dialog already asked about overwriting
-            self._spawn(self._export(ids, fmt, Path(path), force=True))
+            # the file dialog already asked about overwriting; a link the user picked means its
+            # target (the report tool itself refuses links, and anything but a regular file)
+            self._spawn(self._export(ids, fmt, Path(path).resolve(), force=True))
 
     async def _export(self, run_ids: list[str], fmt: str, path: Path, force: bool) -> str:
         self.statusBar().showMessage(f"exporting {len(run_ids)} run(s) to {path}…")

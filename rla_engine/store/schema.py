@@ -15,7 +15,6 @@ import sqlite_utils
 
 from ..paths import PRIVATE_FILE, make_private_dir
 
-SQLITE_MAGIC = b"SQLite format 3\x00"
 # sqlite's own wait for a lock, per attempt; writers retry attempts up to their lock_wait_s
 BUSY_TIMEOUT_MS = 5_000
 REQUIRED_TABLES = ("runs", "iterations", "metrics", "events", "commands", "tasks")
@@ -43,7 +42,7 @@ _REASONS = {
     "SQLITE_BUSY": "another process holds its write lock",
     "SQLITE_LOCKED": "another connection holds its write lock",
     "SQLITE_CORRUPT": "the file is damaged",
-    "SQLITE_NOTADB": "the file is not an SQLite database",
+    "SQLITE_NOTADB": "it is not an SQLite database (name a new path with --db)",
     "SQLITE_PERM": "permission denied",
 }
 
@@ -187,17 +186,17 @@ def migrate(conn: sqlite3.Connection, path: Path) -> None:
 
 
 # -- opening --------------------------------------------------------------------------------
-def _check_header(path: Path) -> None:
+def _check_not_empty(path: Path) -> None:
+    """A 0-byte file would silently become a database; our own are never empty (see _create).
+    Only stat, never open(): closing any descriptor of the database file drops every POSIX lock
+    this process holds on it, the SQLite connections' too, and that corrupts the database."""
     try:
-        with open(path, "rb") as f:
-            head = f.read(len(SQLITE_MAGIC))
+        size = path.stat().st_size
     except OSError as e:
         raise StoreError(f"cannot read database {path}: {e.strerror}") from None
-    if not head:
+    if size == 0:
         raise StoreError(f"{path} is an empty file, not an RLAnything database "
                          "(remove it, or name a new path with --db)")
-    if head != SQLITE_MAGIC:
-        raise StoreError(f"{path} is not an SQLite database (name a new path with --db)")
 
 
 def _create(path: Path) -> None:
@@ -251,7 +250,7 @@ def connect(path: Path, create: bool) -> sqlite3.Connection:
         _create(path)
     elif not path.is_file():
         raise StoreError(f"database path {path} is not a regular file")
-    _check_header(path)
+    _check_not_empty(path)
     try:
         return _open(path, read_only=False)
     except _OpenError:
