@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: setup run test bench clean
+.PHONY: setup run test bench soak clean
 
 setup: $(STAMP)
 
@@ -31,6 +31,11 @@ bench: setup
 	$(BIN)/python benchmarks/learning.py
 	QT_QPA_PLATFORM=offscreen $(BIN)/python benchmarks/gui_latency.py
 	$(BIN)/python benchmarks/export.py
+	$(BIN)/python benchmarks/faults.py
+
+# 30 minutes with the console attached to a run with a stored 1,000,000-iteration history (~4 GB)
+soak: setup
+	$(BIN)/python benchmarks/soak.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info
