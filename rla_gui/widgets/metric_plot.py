@@ -17,6 +17,9 @@ from ..theme import is_dark
 from .lod import PeakPyramid
 
 PALETTE = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#bcbd22"]
+# A labelled marker line costs ~50 KB of scene items: a run steered for days (thousands of
+# pauses and overrides) must not grow the console without bound. The event log has them all.
+MAX_MARKERS = 200
 MARKER_COLOURS = {"pause": "#d62728", "resume": "#2ca02c", "set_difficulty": "#9467bd", "failed": "#000000",
                   "resumed_from_checkpoint": "#17becf"}
 
@@ -191,12 +194,15 @@ class MetricPlot(pg.PlotWidget):
 
     # -- event markers ---------------------------------------------------------------------
     def set_markers(self, events: list[tuple[int, str]]) -> None:
-        self._marker_events = list(events)
+        self._marker_events = list(events)[-MAX_MARKERS:]
         self._place_markers()
 
     def add_markers(self, events: list[tuple[int, str]]) -> None:
-        self._marker_events += events
-        self._place_markers(new=events)
+        self._marker_events = (self._marker_events + list(events))[-MAX_MARKERS:]
+        self._place_markers(new=list(events)[-MAX_MARKERS:])
+        for line in self._markers[:-MAX_MARKERS]:     # the oldest make room
+            self.plotItem.removeItem(line)
+        del self._markers[:-MAX_MARKERS]
 
     def _place_markers(self, new: list[tuple[int, str]] | None = None) -> None:
         if new is None:

@@ -366,3 +366,20 @@ print("torch" in sys.modules)
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60)
     assert res.returncode == 0, res.stderr
     assert res.stdout.strip().splitlines()[-1] == "False"
+
+
+def test_event_markers_are_capped_so_a_long_steered_run_stays_bounded(qtbot):
+    import pyqtgraph as pg
+
+    from rla_engine import metrics as K
+    from rla_gui.run_data import RunData
+    from rla_gui.widgets.metric_plot import MAX_MARKERS, MetricPlot
+    plot = MetricPlot("μ balance", (K.MU,), RunData())
+    qtbot.addWidget(plot)
+    for i in range(0, 3 * MAX_MARKERS, 10):     # a soak's worth of pauses and resumes
+        plot.add_markers([(i + j, "pause" if j % 2 else "resume") for j in range(10)])
+    lines = [item for item in plot.plotItem.items if isinstance(item, pg.InfiniteLine)]
+    assert len(lines) == MAX_MARKERS == len(plot._markers)
+    assert min(line.value() for line in lines) == 2 * MAX_MARKERS    # the newest are the ones kept
+    plot.set_markers([(i, "pause") for i in range(5 * MAX_MARKERS)])
+    assert len([item for item in plot.plotItem.items if isinstance(item, pg.InfiniteLine)]) == MAX_MARKERS
