@@ -235,6 +235,12 @@ def _create(path: Path) -> None:
 class _OpenError(StoreError):
     """SQLite could not open or read the file (as opposed to: it is not one of ours)."""
 
+    def __init__(self, message: str, cause: sqlite3.Error | None = None):
+        super().__init__(message)
+        name = getattr(cause, "sqlite_errorname", "") or ""
+        # a file this process may read but not write next to: not a lock, not damage
+        self.cannot_write = name.startswith(("SQLITE_IOERR", "SQLITE_CANTOPEN", "SQLITE_READONLY", "SQLITE_FULL"))
+
 
 def connect(path: Path, create: bool) -> sqlite3.Connection:
     """An open, migrated connection to an RLAnything database, or a StoreError saying why not.
@@ -253,9 +259,9 @@ def connect(path: Path, create: bool) -> sqlite3.Connection:
     _check_not_empty(path)
     try:
         return _open(path, read_only=False)
-    except _OpenError:
+    except _OpenError as e:
         wal = Path(f"{path}-wal")
-        if create or (wal.exists() and wal.stat().st_size > 0):
+        if create or not e.cannot_write or (wal.exists() and wal.stat().st_size > 0):
             raise
         try:
             return _open(path, read_only=True)
@@ -272,7 +278,7 @@ def _open(path: Path, read_only: bool) -> sqlite3.Connection:
         else:
             conn = sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_MS / 1000, check_same_thread=False)
     except sqlite3.Error as e:
-        raise _OpenError(f"cannot open database {path}: {describe(e)}") from None
+        raise _OpenError(f"cannot open database {path}: {describe(e)}", e) from None
     # text written by someone else may not be UTF-8; a reader must still show the rest
     conn.text_factory = lambda b: b.decode("utf-8", "replace")
     try:
@@ -295,5 +301,5 @@ def _open(path: Path, read_only: bool) -> sqlite3.Connection:
         raise
     except sqlite3.Error as e:
         conn.close()
-        raise _OpenError(f"cannot open database {path}: {describe(e)}") from None
+        raise _OpenError(f"cannot open database {path}: {describe(e)}", e) from None
     return conn
