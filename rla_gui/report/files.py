@@ -61,23 +61,14 @@ class OutputFolderMissingError(OutputError, FileNotFoundError):
     """The output's folder (or a folder above it) does not exist."""
 
 
+_KINDS = ((stat.S_ISREG, "regular file"), (stat.S_ISDIR, "folder"), (stat.S_ISLNK, "symbolic link"),
+          (stat.S_ISCHR, "character device"), (stat.S_ISBLK, "block device"),
+          (stat.S_ISFIFO, "named pipe (FIFO)"), (stat.S_ISSOCK, "socket"))
+
+
 def kind_of(mode: int) -> str:
     """What a stat mode is, in words."""
-    if stat.S_ISREG(mode):
-        return "regular file"
-    if stat.S_ISDIR(mode):
-        return "folder"
-    if stat.S_ISLNK(mode):
-        return "symbolic link"
-    if stat.S_ISCHR(mode):
-        return "character device"
-    if stat.S_ISBLK(mode):
-        return "block device"
-    if stat.S_ISFIFO(mode):
-        return "named pipe (FIFO)"
-    if stat.S_ISSOCK(mode):
-        return "socket"
-    return "special file"
+    return next((name for test, name in _KINDS if test(mode)), "special file")
 
 
 def _folder_problem(path: Path) -> OutputError | None:
