@@ -6,6 +6,7 @@ runs on one worker thread of the client, so an event loop never waits on SQLite.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import sys
 import time
@@ -202,10 +203,9 @@ class EngineClient:
         if run and run["status"] in ("running", "paused"):
             raise EngineError(f"run {run_id} is {run['status']}; stop it before deleting it")
         await self._db("delete_run", run_id)
-        try:
+        # a row from elsewhere whose id is no file name has no files here
+        with contextlib.suppress(UnsafeRunId):
             remove_run_files(self.db_path, run_id)
-        except UnsafeRunId:
-            pass        # a row from elsewhere with an id that is no file name: it has no files here
 
     # -- watching --------------------------------------------------------------------------
     async def run(self, run_id: str) -> dict | None:

@@ -216,9 +216,8 @@ def _create(path: Path) -> None:
         finally:
             conn.close()
         try:
-            os.link(tmp, path)
-        except FileExistsError:
-            pass                     # another process made it first: use theirs
+            with contextlib.suppress(FileExistsError):   # another process made it first: use theirs
+                os.link(tmp, path)
         except OSError:              # a file system without hard links
             if not path.exists():
                 os.replace(tmp, path)

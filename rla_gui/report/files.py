@@ -127,15 +127,7 @@ def _check_target(path: Path, force: bool) -> None:
 
 def _probe_folder(path: Path) -> None:
     """Make sure a new file can be created beside `path` (create and remove one)."""
-    try:
-        fd, name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".probe")
-    except OSError as e:
-        if e.errno in _RUNTIME_ERRNOS:
-            raise
-        raise OutputError(f"cannot write {path}: cannot create a file in folder {path.parent} "
-                          f"({e.strerror or e})") from None
-    os.close(fd)
-    os.unlink(name)
+    os.unlink(_temp_beside(path))
 
 
 def check_outputs(paths: list[Path], force: bool) -> None:
