@@ -78,14 +78,19 @@ class EngineClient:
         self.processes[run_id] = proc
         return proc
 
-    async def _await_row(self, run_id: str, proc: asyncio.subprocess.Process, since_iteration: int | None) -> None:
-        """Return once the engine has taken the run (its row exists / it rewound), or raise."""
+    async def _await_row(self, run_id: str, proc: asyncio.subprocess.Process) -> None:
+        """Return once this engine process has taken the run, or raise.
+
+        A short run can start, finish and exit between two polls, so a row that carries this
+        process's pid counts whatever its status, and the row is read once more after the exit.
+        """
         deadline = asyncio.get_running_loop().time() + START_TIMEOUT_S
         while True:
+            exited = proc.returncode is not None
             run = await self._db("get_run", run_id)
-            if run is not None and run["status"] in ("running", "paused") and run["pid"] == proc.pid:
+            if run is not None and run["pid"] == proc.pid:
                 return
-            if proc.returncode is not None:
+            if exited:
                 raise EngineError(f"engine exited with code {proc.returncode}:\n{self.log_tail(run_id)}")
             if asyncio.get_running_loop().time() > deadline:
                 raise EngineError(f"engine did not start within {START_TIMEOUT_S:.0f} s:\n{self.log_tail(run_id)}")
@@ -110,14 +115,14 @@ class EngineClient:
         if group:
             args += ["--group", group]
         proc = await self._spawn(run_id, args)
-        await self._await_row(run_id, proc, None)
+        await self._await_row(run_id, proc)
         return run_id
 
     async def resume_run(self, run_id: str, iterations: int | None = None) -> None:
         """Continue a stopped, crashed or failed run from its last checkpoint (`rla resume`)."""
         args = ["resume", run_id] + (["--iterations", str(iterations)] if iterations else [])
         proc = await self._spawn(run_id, args)
-        await self._await_row(run_id, proc, None)
+        await self._await_row(run_id, proc)
 
     # -- commands --------------------------------------------------------------------------
     async def command(self, run_id: str, kind: str, payload: dict | None = None) -> int:

@@ -77,3 +77,28 @@ def test_a_failing_engine_is_reported_with_the_tail_of_its_log(tmp_path):
         pytest.skip("needs a machine without CUDA")
     message = asyncio.run(scenario())
     assert "exited with code 2" in message and "run.device" in message and "CUDA" in message
+
+
+def test_a_run_that_finishes_between_two_polls_still_counts_as_started(tmp_path):
+    """CI once saw a 2-iteration run start, complete and exit before the client's next poll."""
+    async def scenario():
+        client = EngineClient(tmp_path / "h.db")
+        real_db = client._db
+        first = True
+
+        async def slow_first_look(name, *args):
+            nonlocal first
+            if name == "get_run" and first:
+                first = False
+                await client.processes[args[0]].wait()   # the engine has finished meanwhile
+                return None
+            return await real_db(name, *args)
+        client._db = slow_first_look
+        try:
+            run_id = await client.start(C.build(sets=TINY_SETS + ["run.iterations=2"]))
+            return await client.run(run_id)
+        finally:
+            await client.close()
+
+    run = asyncio.run(scenario())
+    assert run["status"] == "completed"
