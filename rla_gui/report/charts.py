@@ -27,7 +27,8 @@ from PySide6 import QtCore, QtGui, QtWidgets  # noqa: E402
 from rla_engine import metrics as K  # noqa: E402
 
 from ..run_data import ema  # noqa: E402
-from ..widgets.metric_plot import MARKER_COLOURS, PALETTE, short  # noqa: E402
+from ..widgets.markers import MARKER_COLOURS  # noqa: E402
+from ..widgets.metric_plot import PALETTE, short  # noqa: E402
 
 MARKER_KINDS = ("pause", "resume", "set_difficulty", "failed", "resumed_from_checkpoint")
 MAX_POINTS = 2000          # per drawn line: min/max per bin keeps 100,000 rows to ~2000 vertices

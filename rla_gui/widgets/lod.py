@@ -14,12 +14,37 @@ FACTOR = 8
 
 class PeakPyramid:
     def __init__(self) -> None:
-        self.lo: list[np.ndarray] = []     # level k+1: min of each bin of FACTOR**(k+1) points
-        self.hi: list[np.ndarray] = []
+        # level k+1 holds the min (lo) and max (hi) of each bin of FACTOR**(k+1) points, in
+        # buffers that grow by doubling and are written in place: a live curve appends a few
+        # points at a time, and copying whole levels on every redraw churned the allocator
+        # (the console's memory grew ~10 MB/min in the soak) and cost O(n) per append
+        self._lo: list[np.ndarray] = []
+        self._hi: list[np.ndarray] = []
+        self._size: list[int] = []
         self.n = 0
 
+    @property
+    def lo(self) -> list[np.ndarray]:
+        return [b[:k] for b, k in zip(self._lo, self._size)]
+
+    @property
+    def hi(self) -> list[np.ndarray]:
+        return [b[:k] for b, k in zip(self._hi, self._size)]
+
     def reset(self) -> None:
-        self.lo, self.hi, self.n = [], [], 0
+        self._lo, self._hi, self._size, self.n = [], [], [], 0
+
+    def _room(self, level: int, bins: int, keep: int) -> None:
+        """Level `level` can hold `bins` entries; its first `keep` entries are kept."""
+        if level == len(self._lo):
+            self._lo.append(np.empty(max(64, bins)))
+            self._hi.append(np.empty(max(64, bins)))
+            self._size.append(0)
+        elif bins > len(self._lo[level]):
+            for bufs in (self._lo, self._hi):
+                grown = np.empty(max(2 * len(bufs[level]), bins))
+                grown[:keep] = bufs[level][:keep]
+                bufs[level] = grown
 
     def update(self, y: np.ndarray, start: int) -> None:
         """y: the whole series (a view); points from index `start` on are new or changed."""
@@ -28,23 +53,19 @@ class PeakPyramid:
         level = 0
         while len(lo_prev) > 1:
             bins = -(-len(lo_prev) // FACTOR)
-            first = min(start // FACTOR, bins)
+            first = min(start // FACTOR, bins, self._size[level] if level < len(self._size) else 0)
             seg_lo, seg_hi = lo_prev[first * FACTOR:], hi_prev[first * FACTOR:]
             pad = (-len(seg_lo)) % FACTOR
             if pad:      # a partial last bin: repeat its last value so min/max are unchanged
                 seg_lo = np.concatenate([seg_lo, np.repeat(seg_lo[-1:], pad)])
                 seg_hi = np.concatenate([seg_hi, np.repeat(seg_hi[-1:], pad)])
-            new_lo = seg_lo.reshape(-1, FACTOR).min(1)
-            new_hi = seg_hi.reshape(-1, FACTOR).max(1)
-            if level == len(self.lo):
-                self.lo.append(new_lo)
-                self.hi.append(new_hi)
-            else:
-                self.lo[level] = np.concatenate([self.lo[level][:first], new_lo])
-                self.hi[level] = np.concatenate([self.hi[level][:first], new_hi])
-            lo_prev, hi_prev, start = self.lo[level], self.hi[level], first
+            self._room(level, bins, first)
+            self._lo[level][first:bins] = seg_lo.reshape(-1, FACTOR).min(1)
+            self._hi[level][first:bins] = seg_hi.reshape(-1, FACTOR).max(1)
+            self._size[level] = bins
+            lo_prev, hi_prev, start = self._lo[level][:bins], self._hi[level][:bins], first
             level += 1
-        del self.lo[level:], self.hi[level:]
+        del self._lo[level:], self._hi[level:], self._size[level:]
         if n == 0:
             self.reset()
 
@@ -54,10 +75,10 @@ class PeakPyramid:
         if count <= max_points:
             return x[i0:i1], y[i0:i1]
         level, size = 0, FACTOR
-        while count / size > max_points / 2 and level + 1 < len(self.lo):
+        while count / size > max_points / 2 and level + 1 < len(self._size):
             level, size = level + 1, size * FACTOR
-        b0, b1 = i0 // size, -(-i1 // size)
-        lo, hi = self.lo[level][b0:b1], self.hi[level][b0:b1]
+        b0, b1 = i0 // size, min(-(-i1 // size), self._size[level])
+        lo, hi = self._lo[level][b0:b1], self._hi[level][b0:b1]
         starts = np.minimum(np.arange(b0, b0 + len(lo)) * size, len(x) - 1)
         xs = np.repeat(x[starts], 2)
         ys = np.empty(2 * len(lo))

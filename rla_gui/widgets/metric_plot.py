@@ -15,13 +15,9 @@ from rla_engine import metrics as K
 from ..run_data import X_AXES, RunData, ema, ema_state
 from ..theme import is_dark
 from .lod import PeakPyramid
+from .markers import EventMarkers
 
 PALETTE = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#bcbd22"]
-# A labelled marker line costs ~50 KB of scene items: a run steered for days (thousands of
-# pauses and overrides) must not grow the console without bound. The event log has them all.
-MAX_MARKERS = 200
-MARKER_COLOURS = {"pause": "#d62728", "resume": "#2ca02c", "set_difficulty": "#9467bd", "failed": "#000000",
-                  "resumed_from_checkpoint": "#17becf"}
 
 
 LABELS = {K.SUCCESS: "success (train)", K.EVAL_SUCCESS: "eval success", K.REWARD: "reward R",
@@ -134,8 +130,7 @@ class MetricPlot(pg.PlotWidget):
         self.curves: dict[str, MetricCurve] = {}
         for i, key in enumerate(keys):
             self.add_curve(key, PALETTE[i % len(PALETTE)], dashed=key in dashed)
-        self._markers: list[pg.InfiniteLine] = []
-        self._marker_events: list[tuple[int, str]] = []
+        self.markers = EventMarkers(self.plotItem, lambda its: self.data.x_of_iteration(its, self.x_axis))
         self.readout = pg.TextItem(anchor=(0, 1), color="#444")
         self.readout.setZValue(100)
         self.plotItem.addItem(self.readout, ignoreBounds=True)
@@ -164,7 +159,7 @@ class MetricPlot(pg.PlotWidget):
         if x_axis != self.x_axis:
             self.x_axis = x_axis
             self.plotItem.setLabel("bottom", x_axis)
-            self._place_markers()
+            self.markers.relocate()
         self.smoothing = smoothing
         self.plotItem.setLogMode(y=log_y)
 
@@ -194,31 +189,10 @@ class MetricPlot(pg.PlotWidget):
 
     # -- event markers ---------------------------------------------------------------------
     def set_markers(self, events: list[tuple[int, str]]) -> None:
-        self._marker_events = list(events)[-MAX_MARKERS:]
-        self._place_markers()
+        self.markers.set(events)
 
     def add_markers(self, events: list[tuple[int, str]]) -> None:
-        self._marker_events = (self._marker_events + list(events))[-MAX_MARKERS:]
-        self._place_markers(new=list(events)[-MAX_MARKERS:])
-        for line in self._markers[:-MAX_MARKERS]:     # the oldest make room
-            self.plotItem.removeItem(line)
-        del self._markers[:-MAX_MARKERS]
-
-    def _place_markers(self, new: list[tuple[int, str]] | None = None) -> None:
-        if new is None:
-            for line in self._markers:
-                self.plotItem.removeItem(line)
-            self._markers = []
-            new = self._marker_events
-        if not new:
-            return
-        xs = self.data.x_of_iteration(np.array([it for it, _ in new], dtype=np.float64), self.x_axis)
-        for x, (_, kind) in zip(xs, new):
-            pen = pg.mkPen(MARKER_COLOURS.get(kind, "#888"), width=1, style=QtCore.Qt.PenStyle.DashLine)
-            line = pg.InfiniteLine(pos=float(x), angle=90, pen=pen, label=kind.replace("_", " "),
-                                   labelOpts={"position": 0.95, "color": MARKER_COLOURS.get(kind, "#888")})
-            self.plotItem.addItem(line, ignoreBounds=True)
-            self._markers.append(line)
+        self.markers.add(events)
 
     # -- hover read-out ----------------------------------------------------------------------
     def _hover(self, pos) -> None:

@@ -368,18 +368,35 @@ print("torch" in sys.modules)
     assert res.stdout.strip().splitlines()[-1] == "False"
 
 
-def test_event_markers_are_capped_so_a_long_steered_run_stays_bounded(qtbot):
-    import pyqtgraph as pg
+def test_event_markers_cost_no_scene_item_each_and_stay_bounded(qtbot):
+    """One line item per kind, however many events: one scene item per marker (~65 KB each) grew
+    the console by ~0.25 MB per command in the soak."""
+    import numpy as np
 
     from rla_engine import metrics as K
     from rla_gui.run_data import RunData
-    from rla_gui.widgets.metric_plot import MAX_MARKERS, MetricPlot
+    from rla_gui.widgets.markers import MAX_MARKERS
+    from rla_gui.widgets.metric_plot import MetricPlot
     plot = MetricPlot("μ balance", (K.MU,), RunData())
     qtbot.addWidget(plot)
-    for i in range(0, 3 * MAX_MARKERS, 10):     # a soak's worth of pauses and resumes
+    plot.resize(600, 300)
+    plot.show()
+    plot.add_markers([(0, "pause"), (1, "resume")])
+    items_before = len(plot.scene().items())
+    for i in range(0, 3 * MAX_MARKERS, 10):     # a long run's worth of pauses and resumes
         plot.add_markers([(i + j, "pause" if j % 2 else "resume") for j in range(10)])
-    lines = [item for item in plot.plotItem.items if isinstance(item, pg.InfiniteLine)]
-    assert len(lines) == MAX_MARKERS == len(plot._markers)
-    assert min(line.value() for line in lines) == 2 * MAX_MARKERS    # the newest are the ones kept
-    plot.set_markers([(i, "pause") for i in range(5 * MAX_MARKERS)])
-    assert len([item for item in plot.plotItem.items if isinstance(item, pg.InfiniteLine)]) == MAX_MARKERS
+    assert len(plot.scene().items()) == items_before
+    assert len(plot.markers) == MAX_MARKERS
+    xs = np.concatenate([item.xData for item in plot.markers.items.values()])
+    assert len(xs) == 2 * MAX_MARKERS and xs.min() == 2 * MAX_MARKERS      # the newest are kept
+    y0, y1 = plot.plotItem.vb.viewRange()[1]
+    ys = plot.markers.items["pause"].yData
+    assert ys.min() == y0 and ys.max() == y1          # each line spans the visible y range
+    legend = [label.text for _, label in plot.plotItem.legend.items]
+    assert "pause" in legend and "resume" in legend
+    plot.plotItem.vb.setYRange(-5, 5, padding=0)
+    ys = plot.markers.items["pause"].yData
+    assert (ys.min(), ys.max()) == (-5, 5)              # and follows it when it changes
+    plot.set_markers([(i, "pause") for i in range(5)])
+    assert set(plot.markers.items) == {"pause"} and len(plot.markers.items["pause"].xData) == 10
+    assert "resume" not in [label.text for _, label in plot.plotItem.legend.items]

@@ -62,6 +62,31 @@ def test_peak_pyramid_incremental_equals_rebuilt_and_keeps_extremes():
     assert xs[0] <= 10_000 and xs[-1] >= 60_000 - FACTOR ** 3 and ys.max() == y[10_000:60_000].max()
 
 
+def test_appending_to_a_long_curve_copies_none_of_its_history():
+    """A live run appends a few points per redraw to a million-point curve; copying the pyramid's
+    levels each time made the console's memory grow for as long as the run was shown (soak)."""
+    import tracemalloc
+    from rla_gui.widgets.lod import PeakPyramid
+    y = np.random.default_rng(2).normal(size=1_100_000)
+    pyramid = PeakPyramid()
+    pyramid.update(y[:1_000_000], 0)
+    pyramid.update(y[:1_000_001], 1_000_000)     # the levels' buffers double once, here
+    done = 1_000_001
+    tracemalloc.start()
+    try:
+        for n in range(done + 3, done + 3000, 3):
+            pyramid.update(y[:n], done)
+            done = n
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 100_000, f"an append allocated {peak:,} bytes at its peak"
+    whole = PeakPyramid()
+    whole.update(y[:done], 0)
+    for a, b in zip(pyramid.lo + pyramid.hi, whole.lo + whole.hi):
+        assert np.array_equal(a, b)
+
+
 def test_history_selection_follows_the_run_when_rows_come_and_go(qtbot):
     from rla_gui.panels.history import HistoryPanel
     panel = HistoryPanel()
