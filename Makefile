@@ -4,19 +4,20 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: setup run test bench soak clean
+.PHONY: setup run test lint bench soak clean
 
 setup: $(STAMP)
 
 # torch is pinned first so the project's `torch>=2.4` is already satisfied by the CPU build
 # (a bare torch requirement would otherwise pull a multi-GB CUDA build).
 # pip's chatter goes to .venv/setup.log and is shown only if the setup fails.
+# The test and lint extras are installed too: `make test` and `make lint` share the one venv.
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	@echo "setting up $(VENV) (torch CPU build, then the project with its test extra)…"
 	@{ $(BIN)/python -m pip install --upgrade pip && \
 	   $(BIN)/python -m pip install torch==2.13.0 && \
-	   $(BIN)/python -m pip install -e '.[test]'; } > $(VENV)/setup.log 2>&1 \
+	   $(BIN)/python -m pip install -e '.[test,lint]'; } > $(VENV)/setup.log 2>&1 \
 	   || { cat $(VENV)/setup.log; echo "setup failed (log: $(VENV)/setup.log)"; exit 1; }
 	@touch $(STAMP)
 
@@ -25,6 +26,13 @@ run: setup
 
 test: setup
 	QT_QPA_PLATFORM=offscreen $(BIN)/python -m pytest
+
+# ruff (style, bugs, complexity ≤ 12), mypy (engine), import-linter (the architecture's contracts);
+# .pre-commit-config.yaml runs the same three
+lint: setup
+	$(BIN)/ruff check .
+	$(BIN)/mypy
+	$(BIN)/lint-imports
 
 bench: setup
 	$(BIN)/python benchmarks/throughput.py

@@ -114,7 +114,7 @@ def main() -> None:
                 continue
             target = TARGET_S[fmt]
             verdict = "" if target is None else (" ok" if wall < target else " SLOW")
-            print(f"{fmt:<6} {wall:7.2f} {('< %.0f s' % target) if target else '-':>7} {size:>11,} B{verdict}   {line}")
+            print(f"{fmt:<6} {wall:7.2f} {(f'< {target:.0f} s') if target else '-':>7} {size:>11,} B{verdict}   {line}")
 
 
 if __name__ == "__main__":

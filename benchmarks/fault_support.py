@@ -38,7 +38,7 @@ PROGRESS = re.compile(r"^it\s+(\d+)/\d+")
 TMP_NAME = re.compile(r"^\.it-\d+\.pt\.tmp$")
 TIMING_PREFIX = "perf/"     # rla_engine.metrics.TIMING_PREFIX, read below when importable
 try:
-    from rla_engine.metrics import TIMING_PREFIX  # noqa: F811
+    from rla_engine.metrics import TIMING_PREFIX
 except Exception:   # the harness must report a broken engine, not die importing it
     pass
 
@@ -74,11 +74,11 @@ class Engine:
 
     def progress(self) -> int:
         """The last iteration this process printed (0 before its first)."""
-        its = [int(m.group(1)) for _, s, l in list(self.lines) if s == "out" and (m := PROGRESS.match(l))]
+        its = [int(m.group(1)) for _, s, line in list(self.lines) if s == "out" and (m := PROGRESS.match(line))]
         return its[-1] if its else 0
 
     def output(self) -> str:
-        return "\n".join(f"[{s}] {l}" for _, s, l in list(self.lines))
+        return "\n".join(f"[{s}] {line}" for _, s, line in list(self.lines))
 
     def wait(self, timeout: float | None = None) -> int:
         try:
@@ -102,7 +102,7 @@ def rla(db: Path, *args: str, timeout: float = 120, preexec=None) -> subprocess.
 
 
 def last_line(text: str) -> str:
-    lines = [l for l in text.strip().splitlines() if l.strip()]
+    lines = [line for line in text.strip().splitlines() if line.strip()]
     return lines[-1][:200] if lines else ""
 
 

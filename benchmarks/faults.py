@@ -32,10 +32,11 @@ from collections import Counter
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from fault_support import (LOCK_TEXT, ROOT, TINY_SETS, Engine, Verdict, committed, compare, comparable, connect,  # noqa: E402
+from fault_support import (LOCK_TEXT, ROOT, TINY_SETS, Engine, Verdict, committed, compare, comparable, connect,
                            fill, fsize_limit, half_iterations, integrity, last_line, mount_tmpfs, open_tmp,
                            read_console, rla, run_ids, run_row, sigstop, start_console, table, tiny, tmp_files,
                            umount, wait_for_run, wal_uncommitted_frames, write_lock_holders)
+import itertools
 
 CKPT_NAME = re.compile(r"^it-(\d{9})\.pt$")
 NO_SPACE = re.compile(r"no space|disk is full|file too large|ENOSPC|EFBIG|errno 28|errno 27", re.I)
@@ -60,9 +61,9 @@ class Killer:
         self.iter_s, self.startup_s = 0.08, 4.0
 
     def learn(self, eng: Engine) -> None:
-        its = [t for t, s, l in eng.lines if s == "out" and l.startswith("it ")]
+        its = [t for t, s, line in eng.lines if s == "out" and line.startswith("it ")]
         if len(its) >= 3:
-            self.iter_s = statistics.median(b - a for a, b in zip(its, its[1:]))
+            self.iter_s = statistics.median(b - a for a, b in itertools.pairwise(its))
 
     def _phase_now(self, eng: Engine, folder: Path, mode: str, old_tmp: set) -> bool:
         if mode == "commit":
@@ -103,8 +104,8 @@ class Killer:
             if not eng.alive() or not sigstop(eng.pid):
                 return None
             phase = self.where(eng, folder, left_before)
-            if mode == "commit" and not phase.startswith("commit") or \
-                    mode == "checkpoint" and not phase.startswith("checkpoint"):
+            if (mode == "commit" and not phase.startswith("commit")) or \
+                    (mode == "checkpoint" and not phase.startswith("checkpoint")):
                 os.kill(eng.pid, signal.SIGCONT)   # the moment passed while it was stopping: try again
                 continue
             break
@@ -285,8 +286,8 @@ def crash_campaign(root: Path, kills: int = 60, iterations: int = 30, seeds=(1, 
               f"({sum(k['second'] for k in log)} with a second engine on the database)",
               sorted(phases.items(), key=lambda x: -x[1]), ("phase at the kill (seen from /proc)", "kills")))
     say(table("  what was on disk after each kill",
-              sorted(Counter(k["disk"] for k in log).items()) +
-              [("WAL with uncommitted frames (a commit being written)", sum(1 for k in log if k["wal_tail"]))],
+              [*sorted(Counter(k["disk"] for k in log).items()),
+               ("WAL with uncommitted frames (a commit being written)", sum(1 for k in log if k["wal_tail"]))],
               ("state", "kills")))
     say(table("  by kill mode", sorted(Counter(k["mode"] for k in log).items()), ("mode", "kills")))
     say(f"  resumed runs compared with their uninterrupted reference: {len(finished)}, metric values equal "
@@ -327,7 +328,7 @@ def disk_full_case(root: Path, case: str, say=print, verdict: Verdict | None = N
     limit, out, run_id, rc = 0, "", None, None
     try:
         if case == "log":
-            run_id, pid, rc, out, limit = _log_case(db, method, mount)
+            run_id, _pid, rc, out, limit = _log_case(db, method, mount)
         else:
             eng = Engine(db, "run", *tiny(*big), "--iterations", "100000", "--name", case)
             run_id = wait_for_run(db, case, eng)
@@ -428,7 +429,7 @@ def _log_case(db: Path, method: str, mount: Path):
                 resource.prlimit(proc.pid, resource.RLIMIT_FSIZE, (limit, limit))
         try:
             rc = await asyncio.wait_for(proc.wait(), 90)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             proc.kill()
             rc = await proc.wait()
         tail = client.log_tail(run_id)
@@ -474,15 +475,15 @@ def _check_engines(db: Path, runs: list, iterations: int, v: Verdict) -> None:
         for name, eng in runs:
             text = eng.output()
             rc = eng.proc.returncode
-            locked = next((l for l in text.splitlines() if LOCK_TEXT.search(l)), None)
+            locked = next((line for line in text.splitlines() if LOCK_TEXT.search(line)), None)
             v.check("concurrency: no lock error reaches a user", locked is None, f"engine {name}: exit {rc}: {locked}")
             v.check("concurrency: every engine run exits 0", rc == 0, f"engine {name}: exit {rc}: {last_line(text)}")
             rid = by_name.get(name)
             row = run_row(conn, rid) if rid else {}
             got = conn.execute("SELECT count(*) FROM iterations WHERE run_id = ?", [rid]).fetchone()[0] if rid else 0
             half = half_iterations(conn, rid) if rid else []
-            v.check("concurrency: no row lost", rid is None or row.get("status") == "completed"
-                    and got == iterations + 1 and not half,
+            v.check("concurrency: no row lost", rid is None or (row.get("status") == "completed"
+                    and got == iterations + 1 and not half),
                     f"engine {name}: status {row.get('status')}, {got}/{iterations + 1} iterations, {half[:2]}")
     finally:
         conn.close()
@@ -546,7 +547,7 @@ def concurrency(root: Path, seconds: float = 120, engines: int = 3, iterations: 
         console.kill()
         console_log, _ = console.communicate()
     report = read_console(out)
-    held = [__import__("json").loads(l) for l in holder_out.splitlines() if l.startswith("{")]
+    held = [__import__("json").loads(line) for line in holder_out.splitlines() if line.startswith("{")]
     v.check("concurrency: the write lock was held", len(held) == len(plan),
             f"lock holder: {len(held)}/{len(plan)} holds: {last_line(holder_out)}")
     with v.reading("after the concurrency run"):

@@ -41,7 +41,7 @@ def report(store, run_id: str, wall: float) -> dict:
     t0, last = times[0], iterations[-1]
     print(f"{'iter':>6} {'t(s)':>6} " + " ".join(f"{k.split('/')[-1][:12]:>12}" for k in COLUMNS))
     for frac in (0.02, 0.1, 0.25, 0.5, 0.75, 1.0):
-        it = max(10, int(round(frac * last / 10)) * 10) if frac < 1 else last
+        it = max(10, round(frac * last / 10) * 10) if frac < 1 else last
         row = []
         for k in COLUMNS:
             v = last_value(by_key[k], it) if k.startswith("eval/") or k == K.ENV_STEPS else window_mean(by_key[k], it)

@@ -23,13 +23,13 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from fault_support import (ROOT, Engine, Verdict, committed, connect, half_iterations, last_line, pct, read_console,  # noqa: E402
+from fault_support import (ROOT, Engine, Verdict, committed, connect, half_iterations, last_line, pct, read_console,
                            rla, rss_mb, run_row, slope_per_min, start_console, stop_console, table, tiny)
 
-from rla_engine import checkpoint  # noqa: E402
-from rla_engine import metrics as K  # noqa: E402
-from rla_engine.paths import checkpoints_dir  # noqa: E402
-from rla_engine.store import open_store  # noqa: E402
+from rla_engine import checkpoint
+from rla_engine import metrics as K
+from rla_engine.paths import checkpoints_dir
+from rla_engine.store import open_store
 
 HISTORY_KEYS = sorted({k for keys in K.PANELS.values() for k in keys if k != K.EVAL_SUCCESS}
                       | {K.ENV_STEPS, K.ITERATION_S})
@@ -191,7 +191,8 @@ def main() -> int:
         cmds = conn.execute("SELECT kind, result, applied_at - created_at FROM commands WHERE run_id = ? AND "
                             "created_at >= ?", [run_id, t0]).fetchall()
         last = conn.execute("SELECT max(iteration) FROM iterations WHERE run_id = ?", [run_id]).fetchone()[0]
-        stored = {k: conn.execute("SELECT count(*) FROM metrics WHERE run_id = ? AND key = ?", [run_id, k]).fetchone()[0]
+        count = "SELECT count(*) FROM metrics WHERE run_id = ? AND key = ?"
+        stored = {k: conn.execute(count, [run_id, k]).fetchone()[0]
                   for k in HISTORY_KEYS}
         conn.close()
         stop_console(console, out, timeout=120)
@@ -244,10 +245,13 @@ def report(a, v: Verdict, rep: dict, run_id: str, cmds: list, last: int, engine_
                  ("commands (kind: result)", len(cmds), ", ".join(f"{k} {n}" for k, n in sorted(kinds.items()))),
                  ("command applied after (ms) p50 / max", "", f"{pct(lat, 50):.0f} / {max(lat, default=0):.0f}"),
                  ("engine RSS first / max MB", "", f"{engine_rss[0][1] if engine_rss else 0:.0f} / {e_max:.0f}"),
-                 (f"engine RSS after {warm / 60:.1f} min: slope MB/min, max-min MB", "", f"{e_slope:.3f}, {e_range:.1f}"),
+                 (f"engine RSS after {warm / 60:.1f} min: slope MB/min, max-min MB", "",
+                  f"{e_slope:.3f}, {e_range:.1f}"),
                  ("console: points on its smallest history curve", f"{shown:,}", f"history loaded at {loaded:.0f} s"),
-                 ("console RSS after load / max MB", "", f"{window(console_rss, loaded + 5)[2]:.0f} / {c_max:.0f}"),
-                 (f"console RSS after {c_since / 60:.1f} min: slope MB/min, max-min MB", "", f"{c_slope:.3f}, {c_range:.1f}"),
+                 ("console RSS after load / max MB", "",
+                  f"{window(console_rss, loaded + 5)[2]:.0f} / {c_max:.0f}"),
+                 (f"console RSS after {c_since / 60:.1f} min: slope MB/min, max-min MB", "",
+                  f"{c_slope:.3f}, {c_range:.1f}"),
                  ("console 5 ms timer lateness after load p50/p99/max ms", late.get("n", 0),
                   f"{late.get('p50', 0):.1f} / {late.get('p99', 0):.1f} / {late.get('max', 0):.0f}"),
                  ("console errors", len(errors), "; ".join(errors[:2])[:100])],

@@ -57,10 +57,8 @@ def _check_row(where: str, row: Any, spec: dict[str, tuple[str, bool]]) -> tuple
 
 
 
-def bundle_rows(bundle: Any, run_id: str | None, where: str, run_kinds: dict[str, str],
-            task_kinds: dict[str, str]) -> dict:
-    """Check a bundle and turn it into rows ready to insert; raise BundleError naming the
-    first bad field."""
+def _check_shape(bundle: Any, where: str) -> None:
+    """The bundle is an object of this format with every part, each part a list."""
     if not isinstance(bundle, dict):
         raise BundleError(f"{where}: expected an object, got {type(bundle).__name__}")
     if bundle.get("format") != BUNDLE_FORMAT:
@@ -72,6 +70,13 @@ def bundle_rows(bundle: Any, run_id: str | None, where: str, run_kinds: dict[str
     for k in ("iterations", "metrics", "events", "tasks"):
         if not isinstance(bundle[k], list):
             raise BundleError(f"{where}.{k}: expected a list, got {type(bundle[k]).__name__}")
+
+
+def bundle_rows(bundle: Any, run_id: str | None, where: str, run_kinds: dict[str, str],
+            task_kinds: dict[str, str]) -> dict:
+    """Check a bundle and turn it into rows ready to insert; raise BundleError naming the
+    first bad field."""
+    _check_shape(bundle, where)
     kinds = dict(run_kinds)
     kinds.pop("config_json")
     spec = {c: (k, c in ("id", "name", "status")) for c, k in kinds.items()}
@@ -104,7 +109,8 @@ def bundle_rows(bundle: Any, run_id: str | None, where: str, run_kinds: dict[str
         i, it, t, kind, payload = _check_row(f"{where}.events[{n}]", e, ev_spec)
         events.append((i, it, t, kind, json.dumps(payload if "payload" in e else {})))
     return {"run": run,
-            "iterations": [_check_row(f"{where}.iterations[{n}]", r, it_spec) for n, r in enumerate(bundle["iterations"])],
+            "iterations": [_check_row(f"{where}.iterations[{n}]", r, it_spec)
+                           for n, r in enumerate(bundle["iterations"])],
             "metrics": [_check_row(f"{where}.metrics[{n}]", r, m_spec) for n, r in enumerate(bundle["metrics"])],
             "events": events,
             "tasks": [_check_row(f"{where}.tasks[{n}]", r, task_spec) for n, r in enumerate(bundle["tasks"])]}

@@ -119,7 +119,10 @@ def list_checkpoints(folder: Path) -> list[Path]:
 
 
 def iteration_of(path: Path) -> int:
-    return int(_NAME.match(path.name).group(1))
+    m = _NAME.match(path.name)
+    if m is None:
+        raise ValueError(f"{path.name} is not a checkpoint's name")
+    return int(m.group(1))
 
 
 def latest(folder: Path) -> Path | None:

@@ -40,7 +40,8 @@ def _parser() -> argparse.ArgumentParser:
     run = sub.add_parser("run", help="start a run")
     run.add_argument("--preset", help="a preset name (see `rla presets`)")
     run.add_argument("--config", help="a TOML config file (applied over the preset, if both are given)")
-    run.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override one key, e.g. policy.lam=0")
+    run.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                     help="override one key, e.g. policy.lam=0")
     run.add_argument("--iterations", type=int)
     run.add_argument("--seed", type=int)
     run.add_argument("--device", choices=("auto", "cpu", "cuda"))
@@ -104,7 +105,8 @@ def _checkpoint_folder(store, run_id: str) -> Path:
         claim(folder, store.path)
     except OSError as e:
         raise InputError(f"cannot create the checkpoint folder {folder}: {e.strerror}"
-                         f"{' (a file is in the way)' if isinstance(e, (FileExistsError, NotADirectoryError)) else ''}") from None
+                         f"{' (a file is in the way)' if isinstance(e, FileExistsError | NotADirectoryError) else ''}"
+                         ) from None
     return folder
 
 
@@ -212,7 +214,7 @@ def cmd_runs(a) -> int:
     head = f"{'id':<22} {'status':<9} {'iter':>6} {'success':>7} {'eval':>5} {'μ':>5} {'diff':>5}  name"
     print(head)
     for r in rows:
-        f = lambda k: "  -  " if r[k] is None else f"{r[k]:5.2f}"   # noqa: E731
+        f = lambda k, r=r: "  -  " if r[k] is None else f"{r[k]:5.2f}"   # noqa: E731
         print(f"{r['id']:<22} {r['status']:<9} {r['iteration']:>6} {f(K.SUCCESS):>7} {f(K.EVAL_SUCCESS)} "
               f"{f(K.MU)} {f(K.DIFFICULTY_MEAN)}  {r['name']}")
     return 0
@@ -251,9 +253,9 @@ def cmd_show(a) -> int:
         diffs = [t["difficulty"] for t in active]
         print(f"  pool: {len(active)} slots, difficulty {min(diffs):.2f}–{max(diffs):.2f} "
               f"(mean {sum(diffs) / len(diffs):.2f}), {pending} pending")
-    for e in info["events"]:
-        if e["kind"] != "episode":
-            print(f"  [{e['iteration']:>5}] {e['kind']} {json.dumps(e['payload'])[:100]}")
+    for event in info["events"]:
+        if event["kind"] != "episode":
+            print(f"  [{event['iteration']:>5}] {event['kind']} {json.dumps(event['payload'])[:100]}")
     return 0
 
 
@@ -274,7 +276,7 @@ def cmd_export(a) -> int:
     cmd = [sys.executable, "-m", "rla_gui.report", "--db", str(db), "--format", a.format, "--out", a.out]
     if a.force:
         cmd.append("--force")
-    return subprocess.run(cmd + ["--", *a.run_ids]).returncode
+    return subprocess.run([*cmd, "--", *a.run_ids]).returncode
 
 
 def _read_bundles(file: str) -> list[dict]:

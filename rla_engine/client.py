@@ -13,7 +13,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import AsyncIterator
+from collections.abc import AsyncIterator
 
 from . import config as C
 from .paths import (UnsafeRunId, default_db_path, log_path, logs_dir, make_private_dir, open_private,
@@ -257,7 +257,7 @@ class EngineClient:
             if code != 0:
                 raise EngineError(f"engine exited with code {code} ({run and run['status']}):\n"
                                   f"{self.log_tail(run_id)}")
-            return run["status"]
+            return run["status"] if run else "missing"
         while True:
             run = await self.run(run_id)
             if run is None or run["status"] in FINAL:

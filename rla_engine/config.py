@@ -12,7 +12,8 @@ import tomllib
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from collections.abc import Sequence
+from typing import Any, cast
 
 import tomli_w
 
@@ -109,7 +110,7 @@ class EvalConfig:
     every: int = _f(10, "Evaluate on the held-out suite every N iterations (and at the last).",
                     min=1, max=1_000_000)
     tasks_per_tier: int = _f(32, "Held-out tasks per difficulty tier.", min=1, max=10_000)
-    tiers: list = _f([0.1, 0.3, 0.5, 0.7, 0.9], "Difficulty tiers of the held-out suite.",
+    tiers: list = _f([0.1, 0.3, 0.5, 0.7, 0.9], "Difficulty tiers of the held-out suite.",  # noqa: RUF009 (_f is field())
                      item=float, min=0.0, max=1.0)
 
 
@@ -184,9 +185,17 @@ def _range_text(meta) -> str:
     return " and ".join(parts)
 
 
+_TYPE_NAMES: dict[str, type] = {"int": int, "float": float, "bool": bool, "str": str, "list": list}
+
+
+def _field_type(f: dataclasses.Field) -> type:
+    """A field's type as a class (annotations are strings under `from __future__ import annotations`)."""
+    return _TYPE_NAMES[f.type] if isinstance(f.type, str) else f.type
+
+
 def _allowed_text(f: dataclasses.Field) -> str:
     """What a field allows, in words: `must be an integer ≥ 1 and ≤ 64`."""
-    t = {"int": int, "float": float, "bool": bool, "str": str, "list": list}.get(f.type, f.type)
+    t = _field_type(f)
     kind = f"a list of {_plural_name(f.metadata.get('item', float))}" if t is list else _type_name(t)
     choices = _allowed_choices(f.metadata)
     if choices:
@@ -201,30 +210,34 @@ def _to_float(key: str, v: int, value: Any, meta) -> float:
         raise ConfigError(key, value, f"must be {_range_text(meta) or 'a finite number'}") from None
 
 
+def _check_items(key: str, value: list, meta: Any) -> list:
+    """The items of a list field, each of the field's `item` type (ints coerced where floats are due)."""
+    item_t = meta.get("item", float)
+    coerced = []
+    for v in value:
+        if item_t is float and isinstance(v, int) and not isinstance(v, bool):
+            v = _to_float(key, v, value, meta)
+        if not isinstance(v, item_t) or isinstance(v, bool):
+            raise ConfigError(key, value, f"must be a list of {_plural_name(item_t)}")
+        coerced.append(v)
+    if not coerced:
+        raise ConfigError(key, value, "must not be empty")
+    return coerced
+
+
 def _check_value(key: str, value: Any, f: dataclasses.Field) -> Any:
     """Type-check and range-check one value; return it coerced (int -> float where a float is due)."""
-    t = {"int": int, "float": float, "bool": bool, "str": str, "list": list}.get(f.type, f.type)
+    t = _field_type(f)
     meta = f.metadata
     if t is float and isinstance(value, int) and not isinstance(value, bool):
         value = _to_float(key, value, value, meta)
-    if t is bool and not isinstance(value, bool) or t is not bool and isinstance(value, bool) \
+    if (t is bool and not isinstance(value, bool)) or (t is not bool and isinstance(value, bool)) \
             or not isinstance(value, t):
         raise ConfigError(key, value, f"must be a list of {_plural_name(meta.get('item', float))}"
                           if t is list else f"must be {_type_name(t)}")
-    items = value if t is list else [value]
     if t is list:
-        item_t = meta.get("item", float)
-        coerced = []
-        for v in items:
-            if item_t is float and isinstance(v, int) and not isinstance(v, bool):
-                v = _to_float(key, v, value, meta)
-            if not isinstance(v, item_t) or isinstance(v, bool):
-                raise ConfigError(key, value, f"must be a list of {_plural_name(item_t)}")
-            coerced.append(v)
-        if not coerced:
-            raise ConfigError(key, value, "must not be empty")
-        value = items = coerced
-    for v in items:
+        value = _check_items(key, cast(list, value), meta)
+    for v in value if t is list else [value]:
         if isinstance(v, float) and v != v:
             raise ConfigError(key, value, "must be a finite number")
         lo, hi = meta.get("min"), meta.get("max")
@@ -358,7 +371,7 @@ def load_file(path: str | Path) -> dict:
 
 
 def build(preset: str | None = None, config_file: str | Path | None = None,
-          sets: list[str] = (), **run_overrides: Any) -> Config:
+          sets: Sequence[str] = (), **run_overrides: Any) -> Config:
     """Defaults <- preset or file <- --set assignments <- explicit run.* options; then validate."""
     cfg = Config()
     if preset is not None:

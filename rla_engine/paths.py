@@ -84,7 +84,7 @@ def remove_run_files(db_path: str | Path, run_id: str) -> None:
     if folder.is_symlink():
         folder.unlink()
     elif folder.is_dir():
-        if not owned_by(folder, db_path):
+        if not owned_by(folder, Path(db_path)):
             return      # an imported copy: the files belong to the original run's database
         shutil.rmtree(folder, ignore_errors=True)
     for path in (log_path(db_path, run_id), run_config_path(db_path, run_id)):

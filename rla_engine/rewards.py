@@ -11,14 +11,14 @@ import math
 import numbers
 
 __all__ = [
-    "policy_step_rewards",
-    "normalize_per_step",
-    "judge_rewards",
-    "adaptation_direction",
     "accept_candidate",
+    "adaptation_direction",
     "balance",
-    "precision_bound",
     "empirical_precision",
+    "judge_rewards",
+    "normalize_per_step",
+    "policy_step_rewards",
+    "precision_bound",
 ]
 
 # Below this population std a per-step group counts as constant (SPEC §3).
@@ -33,7 +33,7 @@ def _sign(x, allowed: tuple[int, ...], what: str) -> int:
     # bool is an int subclass; a True/False here is almost surely a 0/1 outcome mix-up.
     if isinstance(x, bool) or not isinstance(x, numbers.Real) or x not in allowed:
         raise ValueError(f"{what} must be one of {allowed}, got {x!r}")
-    return int(x)
+    return allowed[allowed.index(x)]
 
 
 def _outcome(x) -> int:
@@ -200,7 +200,7 @@ def balance(step_outcomes, step_verdicts) -> tuple[float, float, float]:
     return p_plus, p_minus, p_plus + p_minus
 
 
-def precision_bound(mu, m) -> float:
+def precision_bound(mu: float, m: int) -> float:
     """Theorem 1 lower bound 1 - exp(-m (mu-1)^2 / 4) if mu > 1, else 0.0 (nan stays nan)."""
     if isinstance(m, bool) or not isinstance(m, numbers.Integral) or m < 1:
         raise ValueError(f"m must be an int >= 1, got {m!r}")
@@ -212,7 +212,7 @@ def precision_bound(mu, m) -> float:
         return math.nan
     if mu <= 1.0:
         return 0.0
-    return 1.0 - math.exp(-int(m) * (mu - 1.0) ** 2 / 4.0)
+    return 1.0 - math.exp(-int(m) * (float(mu) - 1.0) ** 2 / 4.0)
 
 
 def empirical_precision(groups) -> float:

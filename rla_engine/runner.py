@@ -14,7 +14,7 @@ import threading
 import time
 import traceback
 from pathlib import Path
-from typing import Callable
+from collections.abc import Callable
 
 from . import checkpoint
 from . import metrics as K

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from pathlib import Path
+from typing import ClassVar
 
 from PySide6 import QtCore, QtGui, QtWidgets
 
@@ -70,7 +71,8 @@ class MainWindow(QtWidgets.QMainWindow):
         return dock
 
     def _docks(self) -> None:
-        left, right, bottom = (QtCore.Qt.DockWidgetArea.LeftDockWidgetArea, QtCore.Qt.DockWidgetArea.RightDockWidgetArea,
+        area = QtCore.Qt.DockWidgetArea
+        left, right, bottom = (area.LeftDockWidgetArea, area.RightDockWidgetArea,
                                QtCore.Qt.DockWidgetArea.BottomDockWidgetArea)
         self.form_dock = self._dock("New run", self.run_form, left)
         self.history_dock = self._dock("History", self.history, left)
@@ -133,7 +135,8 @@ class MainWindow(QtWidgets.QMainWindow):
         c.resume_requested.connect(lambda: self._command("resume"))
         c.stop_requested.connect(lambda: self._command("stop"))
         c.difficulty_requested.connect(lambda v: self._command("set_difficulty", {"value": v}))
-        c.resume_run_requested.connect(lambda: self.session.run_id and self._spawn(self._resume_run(self.session.run_id)))
+        c.resume_run_requested.connect(
+            lambda: self.session.run_id and self._spawn(self._resume_run(self.session.run_id)))
 
     # -- database and session ----------------------------------------------------------------
     def open_database(self, path: Path) -> None:
@@ -259,7 +262,7 @@ class MainWindow(QtWidgets.QMainWindow):
         await self.refresh_history()
         self.statusBar().showMessage(f"notes of {run_id} saved", 3000)
 
-    EXPORT_FILTERS = {"HTML report (*.html)": "html", "PDF report (*.pdf)": "pdf",
+    EXPORT_FILTERS: ClassVar[dict[str, str]] = {"HTML report (*.html)": "html", "PDF report (*.pdf)": "pdf",
                       "CSV, long format (*.csv)": "csv", "JSON, re-importable (*.json)": "json"}
 
     def ask_export(self) -> None:

@@ -21,7 +21,7 @@ SUITE_STREAM = 0x5EED_E7A1
 def held_out_suite(family: Family, tiers: list[float], per_tier: int) -> list[tuple[float, list[Task]]]:
     suite = []
     for d in tiers:
-        rng = np.random.default_rng([SUITE_STREAM, zlib.crc32(family.name.encode()), int(round(d * 1000))])
+        rng = np.random.default_rng([SUITE_STREAM, zlib.crc32(family.name.encode()), round(d * 1000)])
         suite.append((d, [family.sample(float(d), rng, held_out=True) for _ in range(per_tier)]))
     return suite
 

@@ -44,7 +44,7 @@ class TaskRecord:
         return d
 
     @classmethod
-    def from_state(cls, family: str, d: dict) -> "TaskRecord":
+    def from_state(cls, family: str, d: dict) -> TaskRecord:
         d = dict(d)
         d["task"] = Task.from_json(family, d["task"])
         return cls(**d)

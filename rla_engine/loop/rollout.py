@@ -38,7 +38,7 @@ class Rollout:
         return self.success.view(self.groups, self.rollouts).float().mean(1)
 
 
-def sample_actions(logits: torch.Tensor, temperature: float, generator: torch.Generator) -> torch.Tensor:
+def sample_actions(logits: torch.Tensor, temperature: float, generator: torch.Generator | None) -> torch.Tensor:
     """Gumbel-max sampling from softmax(logits / T) with the run's own generator (reproducible)."""
     u = torch.rand(logits.shape, generator=generator, device=logits.device).clamp_(1e-12, 1.0)
     return torch.argmax(logits / temperature - torch.log(-torch.log(u)), dim=-1)

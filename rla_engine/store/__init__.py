@@ -19,7 +19,8 @@ import socket
 import sqlite3
 import time
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
+from collections.abc import Iterable
 
 import numpy as np
 import sqlite_utils
@@ -308,9 +309,11 @@ class Store:
     def metric_keys(self, run_id: str) -> list[str]:
         """Distinct keys of a run by hopping along the (run_id, key, iteration) index: one seek
         per key, not a scan of a long history."""
-        keys, last = [], ""
+        keys: list[str] = []
+        last = ""
         while True:
-            row = self.db.execute("SELECT min(key) FROM metrics WHERE run_id = ? AND key > ?", [run_id, last]).fetchone()
+            row = self.db.execute("SELECT min(key) FROM metrics WHERE run_id = ? AND key > ?",
+                                  [run_id, last]).fetchone()
             if row[0] is None:
                 return keys
             keys.append(last := row[0])
@@ -318,7 +321,7 @@ class Store:
     def columns_since(self, run_id: str, after_iteration: int = 0) -> dict[str, tuple[np.ndarray, ...]]:
         """Metrics after an iteration, by key, as numpy columns (iterations, values, t) — what a
         plot appends to its buffers; a million-row history loads without a Python object per row."""
-        out = {}
+        out: dict[str, tuple[np.ndarray, ...]] = {}
         with self._snapshot() as conn:   # an iteration committed between two keys must not split
             for key in self.metric_keys(run_id):
                 cur = conn.execute("SELECT iteration, value, t FROM metrics WHERE run_id = ? AND key = ? "
@@ -569,7 +572,8 @@ class Store:
     def expire_commands(self, run_id: str, result: str) -> int:
         """Close every command still pending for a run without applying it; return how many."""
         with self._write() as conn:
-            return conn.execute("UPDATE commands SET applied_at = ?, result = ? WHERE run_id = ? AND applied_at IS NULL",
+            return conn.execute("UPDATE commands SET applied_at = ?, result = ? "
+                                "WHERE run_id = ? AND applied_at IS NULL",
                                 [_now(), result, run_id]).rowcount
 
     def finish_command(self, command_id: int, result: str, run_id: str | None = None, iteration: int = 0,

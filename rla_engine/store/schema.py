@@ -9,7 +9,8 @@ import secrets
 import sqlite3
 import time
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
+from collections.abc import Iterator
 
 import sqlite_utils
 
@@ -98,31 +99,31 @@ def write_transaction(conn: sqlite3.Connection, path: Path, lock_wait_s: float) 
 
 # -- migrations -----------------------------------------------------------------------------
 def _m001_schema(db: sqlite_utils.Database) -> None:
-    db["runs"].create({
+    db.table("runs").create({
         "id": str, "name": str, "status": str, "preset": str, "config_json": str, "group_id": str,
         "created_at": float, "started_at": float, "ended_at": float, "heartbeat_at": float,
         "pid": int, "host": str, "iteration": int, "device": str, "error": str, "notes": str,
         "tags": str, "archived": int,
     }, pk="id", defaults={"notes": "", "tags": "", "archived": 0, "iteration": 0})
-    db["iterations"].create({"run_id": str, "iteration": int, "t": float, "env_steps": int,
+    db.table("iterations").create({"run_id": str, "iteration": int, "t": float, "env_steps": int,
                              "wall_s": float}, pk=("run_id", "iteration"))
-    db["metrics"].create({"run_id": str, "iteration": int, "key": str, "value": float, "t": float},
+    db.table("metrics").create({"run_id": str, "iteration": int, "key": str, "value": float, "t": float},
                          pk=("run_id", "iteration", "key"))
-    db["metrics"].create_index(["run_id", "key", "iteration"])
-    db["events"].create({"id": int, "run_id": str, "iteration": int, "t": float, "kind": str,
+    db.table("metrics").create_index(["run_id", "key", "iteration"])
+    db.table("events").create({"id": int, "run_id": str, "iteration": int, "t": float, "kind": str,
                          "payload_json": str}, pk="id")
-    db["events"].create_index(["run_id", "id"])
-    db["commands"].create({"id": int, "run_id": str, "kind": str, "payload_json": str,
+    db.table("events").create_index(["run_id", "id"])
+    db.table("commands").create({"id": int, "run_id": str, "kind": str, "payload_json": str,
                            "created_at": float, "applied_at": float, "result": str}, pk="id")
-    db["commands"].create_index(["run_id", "applied_at"])
+    db.table("commands").create_index(["run_id", "applied_at"])
     # `uid` names one task row for its whole life (pending -> active -> retired); DESIGN's
     # columns plus this key, since (slot, version) repeats across rejected candidates.
-    db["tasks"].create({
+    db.table("tasks").create({
         "run_id": str, "uid": int, "slot": int, "version": int, "family": str, "params_json": str,
         "difficulty": float, "status": str, "last_acc": float, "direction": str, "prev_acc": float,
         "new_acc": float, "critic_json": str, "created_iteration": int, "decided_iteration": int,
     }, pk=("run_id", "uid"))
-    db["tasks"].create_index(["run_id", "slot", "version"])
+    db.table("tasks").create_index(["run_id", "slot", "version"])
 
 
 def _m002_runs_fts(db: sqlite_utils.Database) -> None:
@@ -135,7 +136,7 @@ def _m002_runs_fts(db: sqlite_utils.Database) -> None:
         db.execute("DROP TABLE temp._fts5_probe")
     except sqlite3.OperationalError:   # an SQLite built without FTS5: search_runs falls back to LIKE
         return
-    db["runs"].enable_fts(list(FTS_COLUMNS), create_triggers=True)
+    db.table("runs").enable_fts(list(FTS_COLUMNS), create_triggers=True)
     db.execute("DROP TRIGGER runs_au")
     db.execute("CREATE TRIGGER runs_au AFTER UPDATE OF name, notes, tags ON runs BEGIN "
                "INSERT INTO runs_fts (runs_fts, rowid, name, notes, tags) "

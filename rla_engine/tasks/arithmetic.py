@@ -213,14 +213,14 @@ class ArithmeticFamily(Family):
 
         def insert(op):
             pos = int(rng.integers(len(ops) + 1))
-            return ops[:pos] + [op] + ops[pos:] if len(ops) < K_MAX else None
+            return [*ops[:pos], op, *ops[pos:]] if len(ops) < K_MAX else None
 
         def replace(old, new):
             where = [i for i, o in enumerate(ops) if o == old]
             if not where or old == new:
                 return None
             i = where[int(rng.integers(len(where)))]
-            return ops[:i] + [new] + ops[i + 1:]
+            return [*ops[:i], new, *ops[i + 1:]]
 
         def remove(old):
             where = [i for i, o in enumerate(ops) if o == old]

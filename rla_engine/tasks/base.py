@@ -31,7 +31,7 @@ class Task:
         return {"params": self.params, "seed": int(self.seed)}
 
     @classmethod
-    def from_json(cls, family: str, data: dict) -> "Task":
+    def from_json(cls, family: str, data: dict) -> Task:
         return cls(family, dict(data["params"]), int(data["seed"]))
 
 

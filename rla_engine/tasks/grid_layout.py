@@ -44,7 +44,7 @@ def xy(cell: int) -> tuple[int, int]:
 
 def target_distance(size: int, distance: float) -> int:
     """The wanted BFS distance: 2 (one corner turn) up to 2·(size−1) (corner to corner)."""
-    return int(round(2 + distance * (2 * (size - 1) - 2)))
+    return round(2 + distance * (2 * (size - 1) - 2))
 
 
 def mask_to_bits(mask: np.ndarray) -> int:

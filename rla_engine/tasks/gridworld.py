@@ -11,7 +11,8 @@ top-left (24; outside the grid = wall), goal offset (dx/size, dy/size), sign(dx)
 manhattan distance/(2·size), visited flags of the up/down/left/right neighbours (4). No clock:
 the judge sees what the policy sees, and a "budget left" feature let it call late steps bad
 because late steps belong to failures, not because the move was bad (balanced process
-agreement at max difficulty 0.62 with it, ~0.70 without; the policy did not need it). x grows to the right, y downwards; actions 0=up 1=down 2=left 3=right.
+agreement at max difficulty 0.62 with it, ~0.70 without; the policy did not need it).
+x grows to the right, y downwards; actions 0=up 1=down 2=left 3=right.
 Info row: [x, y, action, blocked, away, dead_end] of the cell the step started from (away:
 manhattan distance to the goal grew; dead_end: that cell has ≥ 3 wall neighbours).
 
@@ -198,7 +199,7 @@ class GridworldFamily(Family):
         # size and walls scatter around d; distance takes up the rest so the mean is d. The last
         # round has no noise and always fits: |size − d| ≤ 0.05 leaves distance = 2d − size ∈ [0, 1]
         for scale in (0.1, 0.1, 0.1, 0.05, 0.05, 0.0):
-            size = int(round(SIZE_MIN + 10 * np.clip(d + rng.normal(0, scale), 0, 1)))
+            size = round(SIZE_MIN + 10 * np.clip(d + rng.normal(0, scale), 0, 1))
             wd = round(WALL_MAX * float(np.clip(d + rng.normal(0, scale), 0, 1)), 4)
             dist = round(3 * d - (size - SIZE_MIN) / 10 - wd / WALL_MAX, 4)
             if 0.0 <= dist <= 1.0:
@@ -246,14 +247,14 @@ class GridworldFamily(Family):
         if direction not in ("harder", "easier"):
             raise ValueError(f"direction must be 'harder' or 'easier', not {direction!r}")
         sign = 1 if direction == "harder" else -1
-        first = FOCUS_PARAM.get((critic or {}).get("focus"), "distance")
+        first = FOCUS_PARAM.get(str((critic or {}).get("focus")), "distance")
         norm, params = _norm(task.params), dict(task.params)
         step = float(rng.uniform(0.15, 0.3))          # in normalised units: |Δd| = step / 3 ≤ 0.1
         # the critic's knob first; when it is already at its bound another one moves instead
         for key in [first] + [k for k in PARAMS if k != first]:
             room = 1.0 - norm[key] if sign > 0 else norm[key]
             if key == "size":
-                cells = min(max(1, round(step * 10)), int(round(room * 10)))
+                cells = min(max(1, round(step * 10)), round(room * 10))
                 if cells > 0:
                     params["size"] = int(task.params["size"]) + sign * cells
                     break

@@ -110,8 +110,7 @@ class DashboardPanel(QtWidgets.QWidget):
         self.smoothing.setValue(60)
         self.smoothing.setFixedWidth(140)
         self.log_y = QtWidgets.QCheckBox("log y (losses)")
-        for w, sig in ((self.x_axis, self.x_axis.currentIndexChanged), (self.smoothing, self.smoothing.valueChanged),
-                       (self.log_y, self.log_y.toggled)):
+        for sig in (self.x_axis.currentIndexChanged, self.smoothing.valueChanged, self.log_y.toggled):
             sig.connect(self._apply_view)
         bar = QtWidgets.QHBoxLayout()
         bar.addWidget(QtWidgets.QLabel("x-axis"))

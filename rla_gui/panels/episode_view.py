@@ -7,7 +7,7 @@ may raise on a malformed payload: the widget then says so instead of dying in pa
 """
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from PySide6.QtCore import QPointF, QRectF, Qt
 from PySide6.QtGui import QColor, QFont, QPainter, QPalette, QPen

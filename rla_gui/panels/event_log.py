@@ -10,7 +10,7 @@ from __future__ import annotations
 import contextlib
 import json
 import time
-from typing import Callable
+from collections.abc import Callable
 
 from PySide6.QtCore import QModelIndex, Qt, Signal
 from PySide6.QtGui import QColor, QFont, QFontMetrics
@@ -107,7 +107,7 @@ class EventTableModel(ListTableModel):
             return cells[index.column()]
         kind = event.get("kind")
         if role == Qt.ItemDataRole.BackgroundRole:
-            return FAILED_BACKGROUND if kind == "failed" else REJECTED_BACKGROUND if kind == "command_rejected" else None
+            return {"failed": FAILED_BACKGROUND, "command_rejected": REJECTED_BACKGROUND}.get(kind)
         if role == Qt.ItemDataRole.FontRole and kind == "failed":
             font = QFont()
             font.setBold(True)

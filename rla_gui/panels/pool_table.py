@@ -105,14 +105,14 @@ class PoolTableModel(ListTableModel):
 
     def set_rows(self, rows: list[dict]) -> None:
         new = pool_lines(rows)
-        if [l["slot"] for l in new] == [l["slot"] for l in self.items]:
+        if [row["slot"] for row in new] == [row["slot"] for row in self.items]:
             self.items = new
             if new:   # in place: the view keeps its sort, scroll and selection untouched
                 self.dataChanged.emit(self.index(0, 0), self.index(len(new) - 1, len(COLUMNS) - 1))
             return
         self.layoutAboutToBeChanged.emit()
-        old_slots = [l["slot"] for l in self.items]
-        row_of = {l["slot"]: i for i, l in enumerate(new)}
+        old_slots = [row["slot"] for row in self.items]
+        row_of = {row["slot"]: i for i, row in enumerate(new)}
         olds = self.persistentIndexList()
         targets = [row_of.get(old_slots[i.row()]) if 0 <= i.row() < len(old_slots) else None for i in olds]
         self.items = new

@@ -18,17 +18,17 @@ import sys
 if sys.platform.startswith("linux") and not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")):
     os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
-from dataclasses import dataclass, field  # noqa: E402
+from dataclasses import dataclass, field
 
-import numpy as np  # noqa: E402
-import pyqtgraph as pg  # noqa: E402
-from PySide6 import QtCore, QtGui, QtWidgets  # noqa: E402
+import numpy as np
+import pyqtgraph as pg
+from PySide6 import QtCore, QtGui, QtWidgets
 
-from rla_engine import metrics as K  # noqa: E402
+from rla_engine import metrics as K
 
-from ..run_data import ema  # noqa: E402
-from ..widgets.markers import MARKER_COLOURS  # noqa: E402
-from ..widgets.metric_plot import PALETTE, short  # noqa: E402
+from ..run_data import ema
+from ..widgets.markers import MARKER_COLOURS
+from ..widgets.metric_plot import PALETTE, short
 
 MARKER_KINDS = ("pause", "resume", "set_difficulty", "failed", "resumed_from_checkpoint")
 MAX_POINTS = 2000          # per drawn line: min/max per bin keeps 100,000 rows to ~2000 vertices

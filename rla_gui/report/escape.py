@@ -52,7 +52,7 @@ def when(ts: float | None) -> str:
 def duration(seconds: float | None) -> str:
     if seconds is None or seconds < 0:
         return DASH
-    s = int(round(seconds))
+    s = round(seconds)
     if s < 60:
         return f"{seconds:.1f} s" if seconds < 10 else f"{s} s"
     m, s = divmod(s, 60)

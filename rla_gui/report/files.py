@@ -34,7 +34,7 @@ import stat
 import tempfile
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
+from collections.abc import Iterator
 
 from rla_engine.paths import fsync_path
 
@@ -209,7 +209,7 @@ def atomic_paths(paths: list[Path], force: bool) -> Iterator[list[Path]]:
         for p in paths:
             temps.append(_temp_beside(p))
         yield list(temps)
-        for t, p in zip(temps, paths):
+        for t in temps:
             os.chmod(t, MODE)       # mkstemp's mode already; a writer may have made its own file
             fsync_path(t)
         check_outputs(paths, force)   # again: a FIFO or a link may have appeared while rendering

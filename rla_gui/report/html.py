@@ -13,7 +13,7 @@ from __future__ import annotations
 import base64
 import json
 from collections import Counter
-from typing import Callable
+from collections.abc import Callable
 
 from rla_engine import metrics as K
 
@@ -251,7 +251,7 @@ def config_table_multi(facts: list[S.Facts]) -> str:
         cells = [value_text(fl[k]) if k in fl else DASH for fl in flats]
         if _differs(flats, k):    # the keys that make the runs different stand out
             cells = [f"<b>{c}</b>" for c in cells]
-        rows.append([f"<code>{esc(k)}</code>"] + cells)
+        rows.append([f"<code>{esc(k)}</code>", *cells])
     return ('<p class="muted">Values that differ between the runs are in bold.</p>'
             + table(head, rows, "config"))
 

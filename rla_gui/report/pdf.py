@@ -12,7 +12,7 @@ from pathlib import Path
 from . import charts as C  # first: sets the offscreen platform where there is no display
 from .html import compose
 
-from PySide6 import QtCore, QtGui  # noqa: E402  (after charts, on purpose)
+from PySide6 import QtCore, QtGui
 
 RESOLUTION = 300     # dpi of the PDF's coordinate space: text is vector anyway; images keep their pixels
 

@@ -170,7 +170,7 @@ def run_label(f: Facts, i: int) -> str:
 def tier_table(f: Facts) -> str:
     rows = []
     for key in C.tier_keys(f.data):
-        x, y = f.data[key]
+        _, y = f.data[key]
         b, at = f.best(key)
         rows.append([num(K.tier_of(key)), num(len(y)), num(float(y[0])), f"{num(b)} (it. {num(at)})",
                      num(float(y[-1]))])
@@ -246,7 +246,7 @@ def events_block(bundle: dict, max_rows: int = MAX_EVENT_ROWS, chunk: int = 0) -
     shown = timeline
     if len(timeline) > max_rows:     # the first and the last half: how it began and how it ended
         half = max_rows // 2
-        shown = timeline[:half] + [None] + timeline[-half:]
+        shown = [*timeline[:half], None, *timeline[-half:]]
     for e in shown:
         if e is None:
             rows.append(esc(f"… {len(timeline) - 2 * half:,} rows in the middle are not listed "

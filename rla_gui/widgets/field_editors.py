@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Any
+from typing import Any, ClassVar
 
 from PySide6.QtCore import QEvent, QObject, Qt, Signal
 from PySide6.QtWidgets import QCheckBox, QComboBox, QDoubleSpinBox, QLineEdit, QSpinBox, QWidget
@@ -180,7 +180,7 @@ class BoolEditor(FieldEditor):
 class ListEditor(FieldEditor):
     """Comma-separated items of the field's `item` type (float unless the metadata says otherwise)."""
 
-    _KIND = {float: "a number", int: "an integer", str: "text"}
+    _KIND: ClassVar[dict[type, str]] = {float: "a number", int: "an integer", str: "text"}
 
     def __init__(self, key: str, f: dataclasses.Field):
         w = QLineEdit()

@@ -123,7 +123,7 @@ class MetricPlot(pg.PlotWidget):
         # which alone would eat the event loop's 16 ms budget
         self.plotItem.showGrid(x=False, y=False)
         legend = self.plotItem.addLegend(offset=(5, 5), labelTextSize="8pt", verSpacing=-6,
-                                         brush=pg.mkBrush(30, 30, 30, 150) if is_dark() else pg.mkBrush(255, 255, 255, 150),
+                                         brush=pg.mkBrush((30, 30, 30, 150) if is_dark() else (255, 255, 255, 150)),
                                          pen=pg.mkPen(128, 128, 128, 120))
         legend.setZValue(50)
         self.plotItem.setLabel("bottom", X_AXES[0])

@@ -52,8 +52,14 @@ def _flip_length(p): flip(p, [19])   # the top byte: claims far more than is the
 def _magic(p): flip(p, [0])
 def _text(p): p.write_text("hello, I am not a checkpoint\n")
 def _trailing(p): p.write_bytes(p.read_bytes() + b"\0" * 10)
-def _dir(p): p.unlink(); p.mkdir()
-def _legacy_truncated(p): torch.save(state(2), p); p.write_bytes(p.read_bytes()[:200])
+def _dir(p):
+    p.unlink()
+    p.mkdir()
+
+
+def _legacy_truncated(p):
+    torch.save(state(2), p)
+    p.write_bytes(p.read_bytes()[:200])
 
 
 DAMAGE = [
@@ -224,7 +230,7 @@ def test_prune_never_deletes_the_file_just_written(tmp_path):
         checkpoint.save(tmp_path, i, state(i), keep=2)
     written = checkpoint.save(tmp_path, 3, state(3), keep=2)
     assert written.exists()
-    assert [checkpoint.iteration_of(p) for p in checkpoint.list_checkpoints(tmp_path)][0] == 3
+    assert next(checkpoint.iteration_of(p) for p in checkpoint.list_checkpoints(tmp_path)) == 3
 
 
 def test_prune_keeps_a_good_one_after_falling_back(tmp_path):

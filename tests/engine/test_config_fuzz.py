@@ -146,7 +146,7 @@ def assignment(draw) -> str:
     elif shape == "raw":
         text = draw(st.one_of(st.text(max_size=20), st.text(alphabet=NASTY_CHARS + "0123456789", max_size=20)))
     elif shape == "huge":
-        text = draw(st.sampled_from(HUGE_INT_TEXTS + ["[" + HUGE_INT_TEXTS[0] + "]", "1e400", "-1e400"]))
+        text = draw(st.sampled_from([*HUGE_INT_TEXTS, "[" + HUGE_INT_TEXTS[0] + "]", "1e400", "-1e400"]))
     elif shape == "deep":
         text = draw(st.sampled_from(DEEP_TEXTS))
     elif shape == "tomlish":

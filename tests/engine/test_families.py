@@ -12,6 +12,7 @@ import torch
 
 from rla_engine.tasks import family_names, load_family
 from rla_engine.tasks.base import HELD_OUT_SEEDS, TRAIN_SEEDS, Task
+import itertools
 
 FAMILIES = family_names()
 TIERS = [0.1, 0.3, 0.5, 0.7, 0.9]
@@ -169,7 +170,7 @@ def test_scripted_success_falls_with_difficulty(name):
         env.reset()
         _play(fam, env, _noisy_greedy(fam, EPS, seed=int(d * 100)))
         rates.append(float(env.success.float().mean()))
-    assert all(a > b for a, b in zip(rates, rates[1:])), rates
+    assert all(a > b for a, b in itertools.pairwise(rates)), rates
     assert rates[0] > 0.3 and rates[-1] < rates[0] - 0.15, rates
 
 

@@ -106,7 +106,7 @@ def test_malformed_command_rows_are_rejected_with_an_event_and_the_run_goes_on(t
             ids[name] = c.execute("INSERT INTO commands (run_id, kind, payload_json, created_at) VALUES (?, ?, ?, ?)",
                                   [run["id"], kind, payload, time.time()]).lastrowid
     good = store.add_command(run["id"], "checkpoint")
-    out, err = proc.communicate(timeout=120)
+    _, err = proc.communicate(timeout=120)
     assert proc.returncode == 0, err
     assert store.get_run(run["id"])["status"] == "completed"
     results = {name: store.command(i)["result"] for name, i in ids.items()}
@@ -148,7 +148,7 @@ def test_when_the_disk_fills_the_reserve_is_given_up_to_record_the_failure(tmp_p
     from rla_engine.runner import Runner
     from engine_support import TINY_SETS
     store = open_store(tmp_path / "h.db")
-    cfg = C.build(sets=TINY_SETS + ["run.iterations=5"])
+    cfg = C.build(sets=[*TINY_SETS, "run.iterations=5"])
     tr = Trainer(cfg, torch.device("cpu"))
     store.create_run("r", name="full", preset="", config=cfg.to_dict(), device="cpu")
     real_save, real_end = checkpoint.save, store.end_run
@@ -184,7 +184,7 @@ def test_a_failed_commit_names_the_iteration_that_was_not_stored(tmp_path, monke
     from rla_engine.runner import Runner
     from engine_support import TINY_SETS
     store = open_store(tmp_path / "h.db")
-    cfg = C.build(sets=TINY_SETS + ["run.iterations=5"])
+    cfg = C.build(sets=[*TINY_SETS, "run.iterations=5"])
     tr = Trainer(cfg, torch.device("cpu"))
     store.create_run("r", name="x", preset="", config=cfg.to_dict(), device="cpu")
     real = store.commit_iteration
@@ -326,7 +326,7 @@ def test_database_checkpoints_and_logs_are_private(tmp_path):
             from rla_engine import config as C
             from engine_support import TINY_SETS
             client = EngineClient(db)
-            run_id = await client.start(C.build(sets=TINY_SETS + ["run.iterations=2"]))
+            run_id = await client.start(C.build(sets=[*TINY_SETS, "run.iterations=2"]))
             await client.wait(run_id)
             await client.close()
             return run_id

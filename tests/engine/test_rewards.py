@@ -84,7 +84,7 @@ def test_policy_step_rewards_bad_verdict(verdict):
 
 
 def test_policy_step_rewards_empty_step_is_an_error():
-    with pytest.raises(ValueError, match="step 1.*empty"):
+    with pytest.raises(ValueError, match=r"step 1.*empty"):
         policy_step_rewards(1, [[1], []])
 
 

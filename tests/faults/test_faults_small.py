@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
-import faults  # noqa: E402
-from fault_support import UNREADABLE, Engine, Verdict, committed, connect, half_iterations, tiny  # noqa: E402
+import faults
+from fault_support import UNREADABLE, Engine, Verdict, committed, connect, half_iterations, tiny
 
 ITERATIONS = 10
 # test_readers_coming_and_going_… guards a regression these tests caught during the work: the
@@ -86,7 +86,8 @@ def test_a_full_disk_keeps_the_last_committed_iteration(disk):
 def test_a_full_disk_stops_the_run_as_failed_with_its_cause(disk):
     _, v = disk
     assert not violations(v, "disk: run stops as failed", "disk: the error names the cause",
-                          "disk: failed event kept at a committed iteration", "disk: the failure survives a later resume")
+                          "disk: failed event kept at a committed iteration",
+                          "disk: the failure survives a later resume")
 
 
 def test_read_only_commands_work_on_a_full_disk(disk):

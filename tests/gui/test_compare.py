@@ -119,7 +119,8 @@ def test_notes_and_tags_are_editable_while_live_and_searchable(window, drive, qt
 
 
 @pytest.mark.parametrize("fmt, suffix", [("html", ".html"), ("csv", ".csv")])
-def test_file_export_writes_the_selected_runs_without_blocking(window, drive, qtbot, tmp_path, monkeypatch, fmt, suffix):
+def test_file_export_writes_the_selected_runs_without_blocking(window, drive, qtbot, tmp_path, monkeypatch, fmt,
+                                                               suffix):
     out = tmp_path / f"report{suffix}"
     chosen = next(f for f, v in window.EXPORT_FILTERS.items() if v == fmt)
     monkeypatch.setattr("PySide6.QtWidgets.QFileDialog.getSaveFileName", lambda *a, **k: (str(out), chosen))

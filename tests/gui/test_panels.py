@@ -207,9 +207,9 @@ def synthetic(n: int, bump: float = 0.0) -> list[dict]:
 
 
 def test_pool_sorts_numbers_as_numbers(pool, runs):
-    pool.set_rows(pool_rows(runs) + [active(10, 0.1249), active(11, 0.1201)])
+    pool.set_rows([*pool_rows(runs), active(10, 0.1249), active(11, 0.1201)])
     pool.view.sortByColumn(3, Qt.SortOrder.AscendingOrder)
-    diffs = [l["difficulty"] for l in pool.visible_lines()]
+    diffs = [line["difficulty"] for line in pool.visible_lines()]
     assert diffs == sorted(diffs)                        # 0.1201 before 0.1249 though both read "0.12"
     pool.view.sortByColumn(0, Qt.SortOrder.AscendingOrder)
     # as text, "10" and "11" would come right after "1"
@@ -226,7 +226,7 @@ def test_pool_updates_keep_sort_scroll_and_selection(pool, qtbot):
     pool.set_rows(synthetic(40, bump=0.3))               # same slots: new values in place
     assert bar.value() == 10
     assert pool.view.horizontalHeader().sortIndicatorSection() == 3
-    diffs = [l["difficulty"] for l in pool.visible_lines()]
+    diffs = [line["difficulty"] for line in pool.visible_lines()]
     assert diffs == sorted(diffs, reverse=True)
 
     pool.view.selectRow(12)
@@ -234,9 +234,9 @@ def test_pool_updates_keep_sort_scroll_and_selection(pool, qtbot):
     assert chosen != 0
     rows = synthetic(40, bump=0.3)
     # slot 0 leaves (every row moves up one) and slot 40 arrives: a layout change
-    pool.set_rows(rows[1:] + [active(40, 0.999)])
+    pool.set_rows([*rows[1:], active(40, 0.999)])
     assert pool.proxy.rowCount() == 40
-    diffs = [l["difficulty"] for l in pool.visible_lines()]
+    diffs = [line["difficulty"] for line in pool.visible_lines()]
     assert diffs == sorted(diffs, reverse=True) and diffs[0] == 0.999
     selected = pool.view.selectionModel().selectedRows()
     assert [pool.visible_lines()[i.row()]["slot"] for i in selected] == [chosen]
@@ -293,8 +293,9 @@ def test_summaries_of_variants_commands_and_failures():
 
 
 def test_failed_is_highlighted_and_the_log_keeps_at_most_max_rows(log):
-    log.append(make_events(2) + [{"id": 9, "iteration": 3, "t": 0.0, "kind": "failed",
-                                  "payload": {"iteration": 3, "quantity": "loss", "value": "nan"}}])
+    failed = {"id": 9, "iteration": 3, "t": 0.0, "kind": "failed",
+              "payload": {"iteration": 3, "quantity": "loss", "value": "nan"}}
+    log.append([*make_events(2), failed])
     bg = Qt.ItemDataRole.BackgroundRole
     assert log.model.index(0, 3).data(bg) is None and log.model.index(2, 3).data(bg) is not None
     assert log.model.index(2, 3).data() == "iteration 3: loss = nan"

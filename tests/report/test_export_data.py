@@ -69,7 +69,7 @@ def search_store(request, tmp_path, monkeypatch):
         from rla_engine import store as store_mod
         migrations = store_mod.schema.MIGRATIONS
         monkeypatch.setattr(store_mod.schema, "MIGRATIONS",
-                            migrations[:1] + [("002_runs_fts", lambda db: None)] + migrations[2:])
+                            [*migrations[:1], ("002_runs_fts", lambda db: None), *migrations[2:]])
     s = open_store(tmp_path / "search.db")
     assert s._has_search_index() == (request.param == "fts5")
     yield s
@@ -96,7 +96,8 @@ def test_csv_round_trips_exactly_against_the_database(stored, tmp_path):
     with out.open(newline="", encoding="utf-8") as f:
         rows = list(csv.reader(f))
     with sqlite3.connect(str(db)) as c:
-        stored_rows = c.execute("SELECT run_id, iteration, key, value, t FROM metrics ORDER BY iteration, key").fetchall()
+        stored_rows = c.execute("SELECT run_id, iteration, key, value, t FROM metrics "
+                                "ORDER BY iteration, key").fetchall()
         events = c.execute("SELECT run_id, id, iteration, t, kind, payload_json FROM events ORDER BY id").fetchall()
     assert rows[0] == ["run_id", "iteration", "key", "value", "t"]
     assert len(rows) - 1 == len(stored_rows) > 50
@@ -267,7 +268,7 @@ def test_export_refuses_to_overwrite_without_force(stored, tmp_path):
 def test_csv_refuses_when_either_of_its_files_exists(stored, tmp_path):
     db, run_id = stored
     (tmp_path / "run.events.csv").write_text("keep")
-    with pytest.raises(ExportInputError, match="run.events.csv"):
+    with pytest.raises(ExportInputError, match=r"run\.events\.csv"):
         report.export(db, [run_id], "csv", tmp_path / "run.csv")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["run.events.csv"]
 

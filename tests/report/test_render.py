@@ -23,12 +23,12 @@ import pytest
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
-from rla_engine import metrics as K  # noqa: E402
-from rla_engine.store import open_store  # noqa: E402
-from rla_gui.report import charts, sections  # noqa: E402
-from rla_gui.report import html as report_html  # noqa: E402
-from rla_gui.report.html import COMPARISON_SECTIONS, SECTIONS, render_html  # noqa: E402
-from rla_gui.report.pdf import build_document, write_pdf  # noqa: E402
+from rla_engine import metrics as K
+from rla_engine.store import open_store
+from rla_gui.report import charts, sections
+from rla_gui.report import html as report_html
+from rla_gui.report.html import COMPARISON_SECTIONS, SECTIONS, render_html
+from rla_gui.report.pdf import build_document, write_pdf
 
 HOSTILE = '<script>alert(1)</script> "><img src=x onerror=alert(1)>'
 TINY = ["--iterations", "4", "--set", "task.pool_size=8", "--set", "rollout.tasks_per_iter=4",

@@ -12,7 +12,7 @@ import pytest
 from rla_engine.store import WriteError, open_store, schema
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "engine"))
-from engine_support import TINY, only_run, spawn, wait_for  # noqa: E402
+from engine_support import TINY, only_run, spawn, wait_for
 
 
 def hold_write_lock(db, seconds, started):

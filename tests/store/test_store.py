@@ -125,7 +125,7 @@ def test_a_new_migration_is_applied_once_to_an_existing_database(tmp_db, monkeyp
         calls.append(1)
         db.execute("ALTER TABLE runs ADD COLUMN extra TEXT")
 
-    monkeypatch.setattr(store_mod.schema, "MIGRATIONS", store_mod.schema.MIGRATIONS + [("999_extra", m002)])
+    monkeypatch.setattr(store_mod.schema, "MIGRATIONS", [*store_mod.schema.MIGRATIONS, ("999_extra", m002)])
     open_store(tmp_db).close()
     open_store(tmp_db).close()
     assert calls == [1]
@@ -145,14 +145,14 @@ def test_a_migration_that_fails_half_way_leaves_nothing_behind(tmp_db, monkeypat
     def fixed(db):
         db["new_table"].create({"x": int})
 
-    monkeypatch.setattr(store_mod.schema, "MIGRATIONS", store_mod.schema.MIGRATIONS + [("002_new", broken)])
-    with pytest.raises(Exception):
+    monkeypatch.setattr(store_mod.schema, "MIGRATIONS", [*store_mod.schema.MIGRATIONS, ("002_new", broken)])
+    with pytest.raises(Exception, match="migration bug"):
         open_store(tmp_db)
     with raw(tmp_db) as c:
         tables = {r[0] for r in c.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
     assert "new_table" not in tables
     # the fixed release of the same migration then applies cleanly
-    monkeypatch.setattr(store_mod.schema, "MIGRATIONS", store_mod.schema.MIGRATIONS[:-1] + [("002_new", fixed)])
+    monkeypatch.setattr(store_mod.schema, "MIGRATIONS", [*store_mod.schema.MIGRATIONS[:-1], ("002_new", fixed)])
     open_store(tmp_db).close()
 
 
@@ -473,7 +473,7 @@ def test_delete_run_removes_every_row_of_that_run_only(store, tmp_db):
         store.add_event(run, 2, "paused", {})
     b_before = snapshot(tmp_db, b)
     store.delete_run(a)
-    for table in RUN_TABLES + ("runs",):
+    for table in (*RUN_TABLES, "runs"):
         assert count(tmp_db, table, a) == 0, table
     assert snapshot(tmp_db, b) == b_before
     assert not store.run_exists(a) and store.run_exists(b)

@@ -1,0 +1,80 @@
+"""Behaviour guard for refactors (issue 8): a `quickstart` run with a fixed seed must store exactly
+the same metrics before and after a change that claims not to change behaviour.
+
+    .venv/bin/python benchmarks/same_metrics.py record   # once, on the tree before the change
+    .venv/bin/python benchmarks/same_metrics.py check    # after it: exit 1 and the keys that differ
+
+Every stored metric except `perf/*` (timings) is compared at full precision: one SHA-256 per key
+over its (iteration, value) pairs, and the final value of each key for a readable diff. The record
+lives in benchmarks/data/; `--iterations` shortens the run (the record notes how many it used).
+"""
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import sqlite3
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+RECORD = ROOT / "benchmarks" / "data" / "quickstart-seed7.json"
+SEED = 7
+
+
+def fingerprint(iterations: int | None) -> dict:
+    with tempfile.TemporaryDirectory(prefix="rla-same-") as tmp:
+        db = Path(tmp) / "same.db"
+        args = [sys.executable, "-m", "rla_engine.cli", "run", "--preset", "quickstart", "--seed", str(SEED),
+                "--device", "cpu", "--db", str(db)]
+        if iterations:
+            args += ["--iterations", str(iterations)]
+        res = subprocess.run(args, cwd=ROOT, capture_output=True, text=True)
+        if res.returncode != 0:
+            raise SystemExit(f"same_metrics: the run failed ({res.returncode}):\n"
+                             f"{res.stdout[-2000:]}{res.stderr[-2000:]}")
+        con = sqlite3.connect(db)
+        rows = con.execute("SELECT key, iteration, value FROM metrics WHERE key NOT LIKE 'perf/%' "
+                           "ORDER BY key, iteration").fetchall()
+        con.close()
+    keys: dict[str, dict] = {}
+    for key, it, value in rows:
+        k = keys.setdefault(key, {"hash": hashlib.sha256(), "n": 0, "last": None})
+        k["hash"].update(f"{it}:{value!r};".encode())
+        k["n"] += 1
+        k["last"] = value
+    return {"seed": SEED, "iterations": iterations or "preset",
+            "keys": {key: {"sha256": k["hash"].hexdigest(), "n": k["n"], "last": k["last"]} for key, k in keys.items()}}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("action", choices=["record", "check"])
+    ap.add_argument("--iterations", type=int)
+    a = ap.parse_args()
+    now = fingerprint(a.iterations)
+    if a.action == "record":
+        RECORD.parent.mkdir(parents=True, exist_ok=True)
+        RECORD.write_text(json.dumps(now, indent=1, sort_keys=True) + "\n")
+        print(f"recorded {len(now['keys'])} keys, {sum(k['n'] for k in now['keys'].values()):,} values in {RECORD}")
+        return 0
+    then = json.loads(RECORD.read_text())
+    if then["iterations"] != now["iterations"]:
+        raise SystemExit(f"same_metrics: the record is of {then['iterations']} iterations; run check with the same")
+    differ = sorted(k for k in then["keys"].keys() | now["keys"].keys()
+                    if then["keys"].get(k, {}).get("sha256") != now["keys"].get(k, {}).get("sha256"))
+    values = sum(k["n"] for k in now["keys"].values())
+    if differ:
+        for k in differ[:20]:
+            was, is_now = then["keys"].get(k, {}).get("last"), now["keys"].get(k, {}).get("last")
+            print(f"differs: {k}: recorded {was!r}, now {is_now!r}")
+        print(f"{len(differ)} of {len(then['keys'])} keys differ")
+        return 1
+    print(f"same: {len(now['keys'])} keys, {values:,} values equal to the record (perf/* excluded)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
