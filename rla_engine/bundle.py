@@ -8,11 +8,10 @@ import time
 from typing import Any
 
 from .paths import RUN_ID_RE, RUN_ID_RULE
+from .vocabulary import FINAL, LIVE, Status
 
 BUNDLE_FORMAT = "rlanything-run/1"           # one run: Store.export_run / import_run
 MULTI_FORMAT = "rlanything-runs/1"           # a JSON export of several: {"format", "runs": [bundle…]}
-LIVE = ("running", "paused")
-FINAL = ("completed", "stopped", "failed", "crashed")
 TASK_COLUMNS = ("run_id", "uid", "slot", "version", "family", "params_json", "difficulty", "status",
                 "last_acc", "direction", "prev_acc", "new_acc", "critic_json", "created_iteration",
                 "decided_iteration")
@@ -93,7 +92,7 @@ def bundle_rows(bundle: Any, run_id: str | None, where: str, run_kinds: dict[str
         raise BundleError(f"{where}.run.status: {run['status']!r} is not one of {', '.join(LIVE + FINAL)}")
     if run["status"] in LIVE:
         run["error"] = run["error"] or f"imported while {run['status']}: its engine writes to the source database"
-        run["status"], run["ended_at"] = "stopped", run["ended_at"] or run["heartbeat_at"] or time.time()
+        run["status"], run["ended_at"] = Status.STOPPED.value, run["ended_at"] or run["heartbeat_at"] or time.time()
     run["config_json"] = json.dumps(run.pop("config"))
     for k, default in (("notes", ""), ("tags", ""), ("archived", 0), ("iteration", 0)):
         run[k] = default if run.get(k) is None else run[k]

@@ -13,8 +13,9 @@ from pathlib import Path
 
 from . import config as C
 from . import metrics as K
+from .vocabulary import FINAL, LIVE, EventKind, TaskStatus
 from .paths import UnsafeRunId, check_run_id, default_db_path
-from .store import BUNDLE_FORMAT, FINAL, MULTI_FORMAT, StoreError, new_run_id, open_store
+from .store import BUNDLE_FORMAT, MULTI_FORMAT, StoreError, new_run_id, open_store
 
 SUMMARY_KEYS = (K.SUCCESS, K.EVAL_SUCCESS, K.MU, K.DIFFICULTY_MEAN)
 # The engine waits this long for another process's write lock before its commit fails the run:
@@ -133,7 +134,7 @@ def cmd_run(a) -> int:
     checkpoint.save(folder, 0, trainer.state_dict(), cfg.run.keep_checkpoints)
     store.create_run(run_id, name=name, preset=a.preset or (Path(a.config).name if a.config else ""),
                      config=cfg.to_dict(), device=str(device), group_id=a.group,
-                     first_events=[("started", {"device": str(device), "target": cfg.run.iterations})],
+                     first_events=[(EventKind.STARTED, {"device": str(device), "target": cfg.run.iterations})],
                      first_tasks=trainer.pool.take_dirty_rows())
     print(f"run {run_id} ({name}) on {device}, database {store.path}", flush=True)
     return _drive(store, run_id, trainer, cfg.run.iterations)
@@ -146,7 +147,7 @@ def cmd_resume(a) -> int:
     run = store.get_run(a.run_id)
     if run is None:
         raise InputError(f"no run {a.run_id!r} in {store.path}")
-    if run["status"] in ("running", "paused"):
+    if run["status"] in LIVE:
         raise InputError(f"run {a.run_id} is still {run['status']} (pid {run['pid']} on {run['host']})")
     if a.iterations is not None and a.iterations < 1:
         raise InputError(f"--iterations = {a.iterations}: must be ≥ 1")
@@ -182,9 +183,9 @@ def cmd_resume(a) -> int:
     store.rewind(a.run_id, k)
     store.write_tasks(a.run_id, trainer.pool.live_rows())
     for bad, reason in skipped:
-        store.add_event(a.run_id, k, "checkpoint_skipped", {"checkpoint": bad.name, "reason": reason})
+        store.add_event(a.run_id, k, EventKind.CHECKPOINT_SKIPPED, {"checkpoint": bad.name, "reason": reason})
         print(f"skipped damaged checkpoint {bad.name}: {reason}", flush=True)
-    store.add_event(a.run_id, k, "resumed_from_checkpoint", {"checkpoint": path.name, "target": target})
+    store.add_event(a.run_id, k, EventKind.RESUMED_FROM_CHECKPOINT, {"checkpoint": path.name, "target": target})
     print(f"run {a.run_id} resumed at iteration {k} from {path.name}, target {target}", flush=True)
     return _drive(store, a.run_id, trainer, max(target, k))
 
@@ -233,7 +234,7 @@ def cmd_show(a) -> int:
         config, config_error = None, str(e)
     info = {"run": {k: v for k, v in run.items() if k not in ("config_json", "pid_start")},
             "config": config, "latest": store.latest_metrics(a.run_id),
-            "pool": store.tasks(a.run_id, statuses=["active", "pending"]),
+            "pool": store.tasks(a.run_id, statuses=[TaskStatus.ACTIVE, TaskStatus.PENDING]),
             "events": store.events(a.run_id)[-20:]}
     if a.json:
         print(json.dumps(info, indent=2, default=str))
@@ -247,14 +248,14 @@ def cmd_show(a) -> int:
     for k in sorted(info["latest"]):
         if not k.startswith(K.TIMING_PREFIX):
             print(f"  {k:<26} {info['latest'][k]:.4g}")
-    active = [t for t in info["pool"] if t["status"] == "active"]
+    active = [t for t in info["pool"] if t["status"] == TaskStatus.ACTIVE]
     pending = len(info["pool"]) - len(active)
     if active:
         diffs = [t["difficulty"] for t in active]
         print(f"  pool: {len(active)} slots, difficulty {min(diffs):.2f}–{max(diffs):.2f} "
               f"(mean {sum(diffs) / len(diffs):.2f}), {pending} pending")
     for event in info["events"]:
-        if event["kind"] != "episode":
+        if event["kind"] != EventKind.EPISODE:
             print(f"  [{event['iteration']:>5}] {event['kind']} {json.dumps(event['payload'])[:100]}")
     return 0
 

@@ -13,12 +13,16 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
+from typing import Concatenate, ParamSpec, TypeVar
+
+import numpy as np
 
 from . import config as C
 from .paths import (UnsafeRunId, default_db_path, log_path, logs_dir, make_private_dir, open_private,
                     remove_run_files, run_config_path)
-from .store import FINAL, Store, new_run_id, open_store
+from .store import Store, new_run_id, open_store
+from .vocabulary import FINAL, LIVE, CommandKind, EventKind, EventRow, RunRow, TaskRow
 
 POLL_S = 0.1          # ≤ 10 Hz, DESIGN §1
 START_TIMEOUT_S = 60.0
@@ -31,11 +35,14 @@ class EngineError(RuntimeError):
 @dataclass
 class Update:
     """What changed in a run since the previous update."""
-    run: dict
-    # key -> (iterations, values, t), in iteration order
-    metrics: dict[str, tuple[list, list, list]] = field(default_factory=dict)
-    events: list[dict] = field(default_factory=list)     # {id, iteration, t, kind, payload}
+    run: RunRow
+    # key -> (iterations, values, t) as numpy columns, in iteration order
+    metrics: dict[str, tuple[np.ndarray, ...]] = field(default_factory=dict)
+    events: list[EventRow] = field(default_factory=list)
     rewound: bool = False                                 # iterations were deleted (a resume)
+
+P = ParamSpec("P")
+R = TypeVar("R")
 
 
 class EngineClient:
@@ -46,11 +53,13 @@ class EngineClient:
         self._store: Store | None = None
         self.processes: dict[str, asyncio.subprocess.Process] = {}
 
-    async def _db(self, fn, *args, **kw):
-        def call():
+    async def _db(self, fn: Callable[Concatenate[Store, P], R], *args: P.args, **kw: P.kwargs) -> R:
+        """Call a Store method (`Store.get_run`, …) on the store's own thread: SQLite work never
+        runs on the event loop, and one connection serves every call in order."""
+        def call() -> R:
             if self._store is None:
                 self._store = open_store(self.db_path)
-            return getattr(self._store, fn)(*args, **kw)
+            return fn(self._store, *args, **kw)
         return await asyncio.get_running_loop().run_in_executor(self._pool, call)
 
     async def close(self) -> None:
@@ -87,7 +96,7 @@ class EngineClient:
         deadline = asyncio.get_running_loop().time() + START_TIMEOUT_S
         while True:
             exited = proc.returncode is not None
-            run = await self._db("get_run", run_id)
+            run = await self._db(Store.get_run, run_id)
             if run is not None and run["pid"] == proc.pid:
                 return
             if exited:
@@ -126,28 +135,28 @@ class EngineClient:
 
     # -- commands --------------------------------------------------------------------------
     async def command(self, run_id: str, kind: str, payload: dict | None = None) -> int:
-        return await self._db("add_command", run_id, kind, payload or {})
+        return await self._db(Store.add_command, run_id, kind, payload or {})
 
     async def pause(self, run_id: str) -> int:
-        return await self.command(run_id, "pause")
+        return await self.command(run_id, CommandKind.PAUSE)
 
     async def resume(self, run_id: str) -> int:
-        return await self.command(run_id, "resume")
+        return await self.command(run_id, CommandKind.RESUME)
 
     async def stop(self, run_id: str) -> int:
-        return await self.command(run_id, "stop")
+        return await self.command(run_id, CommandKind.STOP)
 
     async def checkpoint(self, run_id: str) -> int:
-        return await self.command(run_id, "checkpoint")
+        return await self.command(run_id, CommandKind.CHECKPOINT)
 
     async def set_difficulty(self, run_id: str, value: float | None) -> int:
         """A number in [0, 1] overrides the pool's difficulty; None hands back to adaptation."""
-        return await self.command(run_id, "set_difficulty", {"value": value})
+        return await self.command(run_id, CommandKind.SET_DIFFICULTY, {"value": value})
 
     async def command_result(self, command_id: int, timeout: float = 30.0) -> str:
         deadline = asyncio.get_running_loop().time() + timeout
         while True:
-            cmd = await self._db("command", command_id)
+            cmd = await self._db(Store.command, command_id)
             if cmd and cmd["applied_at"] is not None:
                 return cmd["result"]
             if asyncio.get_running_loop().time() > deadline:
@@ -155,30 +164,30 @@ class EngineClient:
             await asyncio.sleep(POLL_S)
 
     # -- reading and editing the history ---------------------------------------------------
-    async def list_runs(self, include_archived: bool = False) -> list[dict]:
-        await self._db("refresh_liveness")
-        return await self._db("list_runs", include_archived)
+    async def list_runs(self, include_archived: bool = False) -> list[RunRow]:
+        await self._db(Store.refresh_liveness)
+        return await self._db(Store.list_runs, include_archived)
 
     async def run_summaries(self, keys: list[str], include_archived: bool = False) -> list[dict]:
-        await self._db("refresh_liveness")
-        return await self._db("run_summaries", keys, include_archived)
+        await self._db(Store.refresh_liveness)
+        return await self._db(Store.run_summaries, keys, include_archived)
 
     async def latest_metrics(self, run_id: str) -> dict[str, float]:
-        return await self._db("latest_metrics", run_id)
+        return await self._db(Store.latest_metrics, run_id)
 
     async def columns(self, run_id: str, after_iteration: int = 0) -> dict:
         """A run's metrics as numpy columns by key (see Store.columns_since)."""
-        return await self._db("columns_since", run_id, after_iteration)
+        return await self._db(Store.columns_since, run_id, after_iteration)
 
-    async def tasks(self, run_id: str, statuses: list[str] | None = None) -> list[dict]:
-        return await self._db("tasks", run_id, statuses)
+    async def tasks(self, run_id: str, statuses: list[str] | None = None) -> list[TaskRow]:
+        return await self._db(Store.tasks, run_id, statuses)
 
     async def series(self, run_id: str, key: str) -> tuple[list[int], list[float]]:
-        return await self._db("series", run_id, key)
+        return await self._db(Store.series, run_id, key)
 
     async def search_runs(self, query: str, include_archived: bool = False) -> list[str]:
         """Run ids whose name, notes or tags match (the database's full-text index)."""
-        return await self._db("search_runs", query, include_archived)
+        return await self._db(Store.search_runs, query, include_archived)
 
     async def export(self, run_ids: list[str], fmt: str, out: Path, force: bool = False) -> str:
         """Render a report with `python -m rla_gui.report` in a subprocess (Qt offscreen there,
@@ -194,28 +203,28 @@ class EngineClient:
         return text
 
     async def set_notes(self, run_id: str, notes: str) -> None:
-        await self._db("set_notes", run_id, notes)
+        await self._db(Store.set_notes, run_id, notes)
 
     async def set_tags(self, run_id: str, tags: list[str]) -> None:
-        await self._db("set_tags", run_id, tags)
+        await self._db(Store.set_tags, run_id, tags)
 
     async def set_archived(self, run_id: str, archived: bool = True) -> None:
-        await self._db("set_archived", run_id, archived)
+        await self._db(Store.set_archived, run_id, archived)
 
     async def delete_run(self, run_id: str) -> None:
         """Delete the run's rows, its checkpoints and its log (refused while it is live)."""
         run = await self.run(run_id)
-        if run and run["status"] in ("running", "paused"):
+        if run and run["status"] in LIVE:
             raise EngineError(f"run {run_id} is {run['status']}; stop it before deleting it")
-        await self._db("delete_run", run_id)
+        await self._db(Store.delete_run, run_id)
         # a row from elsewhere whose id is no file name has no files here
         with contextlib.suppress(UnsafeRunId):
             remove_run_files(self.db_path, run_id)
 
     # -- watching --------------------------------------------------------------------------
-    async def run(self, run_id: str) -> dict | None:
-        await self._db("refresh_liveness")
-        return await self._db("get_run", run_id)
+    async def run(self, run_id: str) -> RunRow | None:
+        await self._db(Store.refresh_liveness)
+        return await self._db(Store.get_run, run_id)
 
     async def watch(self, run_id: str, interval: float = POLL_S) -> AsyncIterator[Update]:
         """Yield new metrics and events as the engine commits them; end once the run is over and
@@ -225,13 +234,14 @@ class EngineClient:
             run = await self.run(run_id)
             if run is None:
                 return
-            events = await self._db("events", run_id, last_event)
+            events = await self._db(Store.events, run_id, last_event)
             # a `rewound` in the first read is old history (the run was resumed once); only one
             # that arrives while watching means the rows already delivered were deleted
-            rewound = last_event > 0 and any(e["kind"] == "rewound" for e in events)
+            rewinds = [e["payload"]["to"] for e in events if e["kind"] == EventKind.REWOUND]
+            rewound = last_event > 0 and bool(rewinds)
             if rewound:
-                last_iteration = min(last_iteration, min(e["payload"]["to"] for e in events if e["kind"] == "rewound"))
-            metrics = await self._db("columns_since", run_id, last_iteration)
+                last_iteration = min(last_iteration, *rewinds)
+            metrics = await self._db(Store.columns_since, run_id, last_iteration)
             if metrics:
                 last_iteration = int(max(cols[0][-1] for cols in metrics.values()))
             if events:

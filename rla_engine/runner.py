@@ -22,6 +22,7 @@ from .loop.ppo import NonFiniteError
 from .loop.trainer import IterationResult, Trainer
 from .paths import checkpoints_dir, claim
 from .store import EVENT_EXCERPT_CHARS, Store, open_store
+from .vocabulary import CommandKind, EventKind, Status
 
 HEARTBEAT_S = 1.0
 PAUSE_POLL_S = 0.1
@@ -114,7 +115,7 @@ class Runner:
                     time.sleep(PAUSE_POLL_S)
                     self._apply_commands()
                 if self.stop_reason is not None:
-                    return self._finish("stopped", {"reason": self.stop_reason})
+                    return self._finish(Status.STOPPED, {"reason": self.stop_reason})
                 n = tr.iteration + 1
                 self.phase = f"iteration {n}"
                 result = tr.step(final=n == self.target)
@@ -134,7 +135,7 @@ class Runner:
                 self.phase = f"iteration {n} (writing the log)"
                 self.out(self._progress(result))
             self._apply_commands()   # a stop that came with the last iteration is still answered
-            return self._finish("completed", {"iterations": tr.iteration})
+            return self._finish(Status.COMPLETED, {"iterations": tr.iteration})
         except NonFiniteError as e:
             return self._fail(f"{self.phase}: {e}", {"iteration": self.committed + 1,
                               "quantity": e.quantity, "value": str(e.value)})
@@ -156,7 +157,7 @@ class Runner:
         payload = {**payload, "last_committed_iteration": self.committed}
         for attempt in (1, 2):
             try:
-                self.store.end_run(self.run_id, self.committed, "failed", payload, error=message)
+                self.store.end_run(self.run_id, self.committed, Status.FAILED, payload, error=message)
                 break
             except Exception as e:
                 if attempt == 1 and self._release_reserve():
@@ -190,31 +191,31 @@ class Runner:
             small = cmd["problem"] is None and len(cmd["excerpt"]) <= EVENT_EXCERPT_CHARS
             event = {"command": cmd["id"], "kind": cmd["kind"],
                      "payload": cmd["payload"] if small else cmd["excerpt"], "result": result}
-            self.store.finish_command(cmd["id"], result, self.run_id, self.committed,
-                                      ("command_rejected" if result.startswith("rejected") else cmd["kind"], event))
+            kind = EventKind.COMMAND_REJECTED if result.startswith("rejected") else cmd["kind"]
+            self.store.finish_command(cmd["id"], result, self.run_id, self.committed, (kind, event))
 
     def _apply(self, kind: str, payload) -> str:
         if not isinstance(payload, dict):
             raise ValueError("payload is not a JSON object")
-        if kind == "pause":
+        if kind == CommandKind.PAUSE:
             if self.paused:
                 return "ignored: already paused"
             self.paused = True
             self._checkpoint()
-            self.store.set_status(self.run_id, "paused")
+            self.store.set_status(self.run_id, Status.PAUSED)
             return "applied"
-        if kind == "resume":
+        if kind == CommandKind.RESUME:
             if not self.paused:
                 return "ignored: not paused"
             self.paused = False
-            self.store.set_status(self.run_id, "running")
+            self.store.set_status(self.run_id, Status.RUNNING)
             return "applied"
-        if kind == "stop":
+        if kind == CommandKind.STOP:
             self.stop_reason = "stop command"
             return "applied"
-        if kind == "checkpoint":
+        if kind == CommandKind.CHECKPOINT:
             return f"applied: {self._checkpoint().name}"
-        if kind == "set_difficulty":
+        if kind == CommandKind.SET_DIFFICULTY:
             if "value" not in payload:
                 raise ValueError('set_difficulty needs {"value": d} with 0 ≤ d ≤ 1, or {"value": null}')
             d = payload["value"]
@@ -225,7 +226,7 @@ class Runner:
             self.store.write_tasks(self.run_id, rows)
             self._checkpoint()   # the override belongs to the state a resume starts from
             return "applied: automatic adaptation" if d is None else f"applied: difficulty {float(d):g}"
-        raise ValueError(f"unknown command {kind!r}; commands are pause, resume, stop, set_difficulty, checkpoint")
+        raise ValueError(f"unknown command {kind!r}; commands are {', '.join(CommandKind)}")
 
     # -- output ----------------------------------------------------------------------------
     def _progress(self, r: IterationResult) -> str:

@@ -12,6 +12,7 @@ from PySide6 import QtCore, QtGui, QtWidgets
 from rla_engine import config as C
 from rla_engine import metrics as K
 from rla_engine.client import EngineClient
+from rla_engine.vocabulary import LIVE, CommandKind, EventKind
 
 from .panels.controls import ControlsPanel
 from .panels.dashboard import DashboardPanel
@@ -131,10 +132,10 @@ class MainWindow(QtWidgets.QMainWindow):
         h.search_changed.connect(lambda text: self._spawn(self._search(text)))
         h.notes_edited.connect(lambda rid, notes, tags: self._spawn(self._save_notes(rid, notes, tags)))
         c = self.controls
-        c.pause_requested.connect(lambda: self._command("pause"))
-        c.resume_requested.connect(lambda: self._command("resume"))
+        c.pause_requested.connect(lambda: self._command(CommandKind.PAUSE))
+        c.resume_requested.connect(lambda: self._command(CommandKind.RESUME))
         c.stop_requested.connect(lambda: self._command("stop"))
-        c.difficulty_requested.connect(lambda v: self._command("set_difficulty", {"value": v}))
+        c.difficulty_requested.connect(lambda v: self._command(CommandKind.SET_DIFFICULTY, {"value": v}))
         c.resume_run_requested.connect(
             lambda: self.session.run_id and self._spawn(self._resume_run(self.session.run_id)))
 
@@ -179,11 +180,11 @@ class MainWindow(QtWidgets.QMainWindow):
     def _on_events(self, events: list[dict]) -> None:
         self.dashboard.add_events(events)
         self.events.append(events)
-        episodes = [e for e in events if e["kind"] == "episode"]
+        episodes = [e for e in events if e["kind"] == EventKind.EPISODE]
         if episodes:
             self.episode.show_episode(episodes[-1]["payload"])
         for e in events:
-            if e["kind"] == "set_difficulty" and e["payload"].get("result", "").startswith("applied"):
+            if e["kind"] == EventKind.SET_DIFFICULTY and e["payload"].get("result", "").startswith("applied"):
                 self.controls.set_override((e["payload"].get("payload") or {}).get("value"))
 
     def _on_run(self, run: dict) -> None:
@@ -221,7 +222,7 @@ class MainWindow(QtWidgets.QMainWindow):
                 self._on_engine_failed(self.session.run_id or "", str(task.exception()))
 
     def _command(self, kind: str, payload: dict | None = None) -> None:
-        if self.session.run_id and self.controls.status in ("running", "paused"):
+        if self.session.run_id and self.controls.status in LIVE:
             self._spawn(self.session.client.command(self.session.run_id, kind, payload))
 
     async def _start(self, cfg: C.Config, preset: str, name: str) -> None:
@@ -350,7 +351,7 @@ class MainWindow(QtWidgets.QMainWindow):
     # -- closing -----------------------------------------------------------------------------
     def live_run_id(self) -> str | None:
         s = self.session
-        return s.run_id if s and s.run and s.run["status"] in ("running", "paused") else None
+        return s.run_id if s and s.run and s.run["status"] in LIVE else None
 
     def closeEvent(self, event: QtGui.QCloseEvent) -> None:
         run_id = self.live_run_id()

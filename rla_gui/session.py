@@ -12,6 +12,7 @@ import contextlib
 from PySide6 import QtCore
 
 from rla_engine.client import EngineClient
+from rla_engine.vocabulary import LIVE, TaskStatus
 
 POOL_EVERY_S = 1.0
 
@@ -76,12 +77,12 @@ class RunSession(QtCore.QObject):
     async def _poll_pool(self, run_id: str) -> None:
         last = None
         while run_id == self.run_id:
-            rows = await self.client.tasks(run_id, ["active", "pending"])
+            rows = await self.client.tasks(run_id, [TaskStatus.ACTIVE, TaskStatus.PENDING])
             if rows != last:
                 last = rows
                 self.pool_changed.emit(rows)
             run = self.run
-            if run is not None and run["status"] not in ("running", "paused"):
+            if run is not None and run["status"] not in LIVE:
                 return
             await asyncio.sleep(POOL_EVERY_S)
 

@@ -12,6 +12,7 @@ import numpy as np
 
 from .. import rewards
 from ..tasks.base import Family, Task
+from ..vocabulary import TaskStatus
 
 
 @dataclass
@@ -77,7 +78,7 @@ class TaskPool:
     def fill(self, size: int, low: float, high: float, rng: np.random.Generator) -> None:
         """The initial pool: difficulties evenly spread over [low, high], each a fresh task."""
         targets = np.linspace(low, high, size) if size > 1 else np.array([(low + high) / 2])
-        self.active = [self._new_record(slot, 0, self.family.sample(float(d), rng), "active", 0)
+        self.active = [self._new_record(slot, 0, self.family.sample(float(d), rng), TaskStatus.ACTIVE.value, 0)
                        for slot, d in enumerate(targets)]
 
     # -- sampling ----------------------------------------------------------------------------
@@ -104,12 +105,12 @@ class TaskPool:
         accepted = rewards.accept_candidate(cand.direction, cand.prev_acc, new_acc, self.low, self.high)
         if accepted:
             old = self.active[slot]
-            old.status, old.decided_iteration = "retired", iteration
+            old.status, old.decided_iteration = TaskStatus.RETIRED.value, iteration
             self._dirty[old.uid] = old
-            cand.status = "active"
+            cand.status = TaskStatus.ACTIVE.value
             self.active[slot] = cand
         else:
-            cand.status = "rejected"
+            cand.status = TaskStatus.REJECTED.value
         self._dirty[cand.uid] = cand
         return Decision(slot, accepted, cand)
 
@@ -123,7 +124,7 @@ class TaskPool:
         for _ in range(self.tries):
             variant = self.family.mutate(current.task, direction, critic, rng)
             if self.family.validate(variant) is None:
-                rec = self._new_record(slot, current.version + 1, variant, "pending", iteration,
+                rec = self._new_record(slot, current.version + 1, variant, TaskStatus.PENDING.value, iteration,
                                        direction=direction, prev_acc=float(acc), critic=critic)
                 self.pending[slot] = rec
                 return rec
@@ -141,10 +142,10 @@ class TaskPool:
             self._dirty[cand.uid] = cand
         self.pending.clear()
         for slot, old in enumerate(self.active):
-            old.status, old.decided_iteration = "retired", iteration
+            old.status, old.decided_iteration = TaskStatus.RETIRED.value, iteration
             self._dirty[old.uid] = old
             self.active[slot] = self._new_record(slot, old.version + 1, self.family.sample(d, rng),
-                                                 "active", iteration)
+                                                 TaskStatus.ACTIVE.value, iteration)
 
     # -- views ---------------------------------------------------------------------------------
     def difficulties(self) -> np.ndarray:

@@ -14,6 +14,7 @@ from .. import rewards
 from ..config import Config
 from ..models.networks import JudgeNet, PolicyNet, judge_input
 from ..tasks import load_family
+from ..vocabulary import EventKind
 from .advantages import judge_rewards, normalize_per_step, step_rewards
 from .evaluation import evaluate, held_out_suite
 from .measures import judge_measures, policy_measures
@@ -89,7 +90,7 @@ class Trainer:
         events: list[tuple[str, dict]] = []
         decisions = [pool.decide(slot, acc[n_s + i], it) for i, slot in enumerate(cands)]
         for d in decisions:
-            events.append(("variant_accepted" if d.accepted else "variant_rejected",
+            events.append((EventKind.VARIANT_ACCEPTED if d.accepted else EventKind.VARIANT_REJECTED,
                            {"slot": d.slot, "version": d.record.version, "direction": d.record.direction,
                             "prev_acc": d.record.prev_acc, "new_acc": d.record.new_acc,
                             "difficulty": d.record.difficulty}))
@@ -135,7 +136,7 @@ class Trainer:
         self.iteration = it
         self.env_steps += roll.env_steps
         metrics.update(self._measure(roll, verdicts, R, acc, keep, n_s, decisions, pol_stats, jud_stats))
-        events.append(("episode", self._episode(tasks[0], sampled[0] if sampled else cands[0], roll, verdicts)))
+        events.append((EventKind.EPISODE, self._episode(tasks[0], sampled[0] if sampled else cands[0], roll, verdicts)))
         wall = clock() - t0
         metrics[K.ITERATION_S] = wall
         metrics[K.ENV_STEPS_PER_S] = roll.env_steps / wall

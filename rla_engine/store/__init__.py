@@ -19,15 +19,16 @@ import socket
 import sqlite3
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 from collections.abc import Iterable
 
 import numpy as np
 import sqlite_utils
 
-from ..bundle import (BUNDLE_FORMAT, FINAL, LIVE, MULTI_FORMAT, TASK_COLUMNS,  # noqa: F401
+from ..bundle import (BUNDLE_FORMAT, MULTI_FORMAT, TASK_COLUMNS,  # noqa: F401
                       BundleError, bundle_rows)
 from ..paths import RUN_ID_RE, UnsafeRunId, check_run_id  # noqa: F401
+from ..vocabulary import FINAL, LIVE, CommandRow, EventKind, EventRow, RunRow, Status, TaskRow
 from .liveness import engine_gone, pid_alive, process_start  # noqa: F401
 from .schema import (FTS_COLUMNS, MIGRATIONS, SCHEMA_VERSION, StoreError, WriteError,  # noqa: F401
                      connect, is_disk_full, write_transaction)
@@ -36,7 +37,7 @@ _COLUMN_DTYPE = np.dtype([("it", np.float64), ("value", np.float64), ("t", np.fl
 LOCK_WAIT_S = 30.0              # how long a reader's write (notes, a command) waits for the engine's
 COMMAND_MAX_BYTES = 65_536      # a command payload is a few numbers; more is not a command
 EVENT_EXCERPT_CHARS = 300       # how much of a rejected payload its event keeps
-KEPT_ON_REWIND = ("failed",)    # a resume replays iterations, but a failure stays in the history
+KEPT_ON_REWIND = (EventKind.FAILED.value,)    # a resume replays iterations, but a failure stays in the history
 
 
 def _clean(obj: Any) -> Any:
@@ -96,6 +97,11 @@ def payload_excerpt(payload: bytes | None) -> Any:
     return text[:EVENT_EXCERPT_CHARS] + f"… ({len(payload or b'')} bytes)"
 
 
+def _marks(values: tuple) -> str:
+    """`?, ?, ?` for an IN (…) over these values."""
+    return ", ".join("?" * len(values))
+
+
 def _where_in(sql: str, args: list, column: str, values: Iterable | None) -> tuple[str, list]:
     """Append `AND column IN (…)` when values are given."""
     if values is None:
@@ -141,7 +147,7 @@ class Store:
         except UnsafeRunId as e:
             raise StoreError(str(e)) from None
         t = _now()
-        row = {"id": run_id, "name": name, "status": "running", "preset": preset or "",
+        row = {"id": run_id, "name": name, "status": Status.RUNNING.value, "preset": preset or "",
                "config_json": dumps(config), "group_id": group_id, "created_at": t, "started_at": t,
                "heartbeat_at": t, "pid": os.getpid(), "host": socket.gethostname(),
                "pid_start": process_start(os.getpid()), "iteration": 0, "device": device, "error": None,
@@ -158,20 +164,21 @@ class Store:
     def run_exists(self, run_id: str) -> bool:
         return self.get_run(run_id) is not None
 
-    def get_run(self, run_id: str) -> dict | None:
+    def get_run(self, run_id: str) -> RunRow | None:
         rows = self._shown(self.db.query("SELECT * FROM runs WHERE id = ?", [run_id]))
         return rows[0] if rows else None
 
-    def list_runs(self, include_archived: bool = False) -> list[dict]:
+    def list_runs(self, include_archived: bool = False) -> list[RunRow]:
         where = "" if include_archived else "WHERE archived = 0"
         return self._shown(self.db.query(f"SELECT * FROM runs {where} ORDER BY created_at DESC"))
 
-    def _shown(self, rows: Iterable[dict]) -> list[dict]:
-        rows = list(rows)
-        for r in rows:
+    def _shown(self, rows: Iterable[dict]) -> list[RunRow]:
+        shown = [cast(RunRow, r) for r in rows]
+        for r in shown:
             if r["id"] in self._gone and r["status"] in LIVE:
-                r.update(status="crashed", ended_at=r["heartbeat_at"], error=r["error"] or "engine process is gone")
-        return rows
+                r["status"], r["ended_at"] = Status.CRASHED.value, r["heartbeat_at"]
+                r["error"] = r["error"] or "engine process is gone"
+        return shown
 
     def run_config(self, run_id: str) -> dict:
         run = self.get_run(run_id)
@@ -192,7 +199,7 @@ class Store:
 
     def claim_run(self, run_id: str, device: str) -> None:
         """The engine process (re)takes a run: it records its pid and host, and goes live."""
-        self._update_run(run_id, status="running", pid=os.getpid(), host=socket.gethostname(),
+        self._update_run(run_id, status=Status.RUNNING.value, pid=os.getpid(), host=socket.gethostname(),
                          pid_start=process_start(os.getpid()), heartbeat_at=_now(), ended_at=None,
                          error=None, device=device)
 
@@ -387,26 +394,26 @@ class Store:
     def run_summaries(self, keys: Iterable[str], include_archived: bool = False) -> list[dict]:
         """Run rows with the last value of `keys` and a duration, for history tables."""
         keys, now = list(keys), _now()
-        rows = self.list_runs(include_archived)
+        rows: list[dict] = [dict(r) for r in self.list_runs(include_archived)]
         for r in rows:
             r.update(self.last_values(r["id"], keys))
             end = r["ended_at"] or (r["heartbeat_at"] if r["status"] in LIVE else None) or now
             r["duration"] = end - r["started_at"] if r["started_at"] else None
         return rows
 
-    def events(self, run_id: str, after_id: int = 0, kinds: Iterable[str] | None = None) -> list[dict]:
+    def events(self, run_id: str, after_id: int = 0, kinds: Iterable[str] | None = None) -> list[EventRow]:
         sql = "SELECT * FROM events WHERE run_id = ? AND id > ?"
         args: list[Any] = [run_id, after_id]
         sql, args = _where_in(sql, args, "kind", kinds)
         rows = list(self.db.query(sql + " ORDER BY id", args))
         for r in rows:
             r["payload"] = _loads(r.pop("payload_json"), "event payload")
-        return rows
+        return cast(list[EventRow], rows)
 
-    def tasks(self, run_id: str, statuses: Iterable[str] | None = None) -> list[dict]:
+    def tasks(self, run_id: str, statuses: Iterable[str] | None = None) -> list[TaskRow]:
         sql, args = "SELECT * FROM tasks WHERE run_id = ?", [run_id]
         sql, args = _where_in(sql, args, "status", statuses)
-        return list(self.db.query(sql + " ORDER BY slot, version, uid", args))
+        return cast(list[TaskRow], list(self.db.query(sql + " ORDER BY slot, version, uid", args)))
 
     # -- search --------------------------------------------------------------------------
     def search_runs(self, query: str, include_archived: bool = False) -> list[str]:
@@ -556,13 +563,13 @@ class Store:
                                [run_id, kind, dumps(payload if payload is not None else {}), _now()])
             return int(cur.lastrowid)
 
-    def pending_commands(self, run_id: str) -> list[dict]:
+    def pending_commands(self, run_id: str) -> list[CommandRow]:
         """Commands not yet applied, oldest first, as {id, kind, payload, problem, excerpt}. Any
         process can insert a row, so the raw bytes are parsed here and a bad row comes back with
         its `problem` (the engine rejects it with that reason) rather than raising."""
         rows = self.db.execute("SELECT id, CAST(kind AS BLOB), CAST(payload_json AS BLOB) FROM commands "
                                "WHERE run_id = ? AND applied_at IS NULL ORDER BY id", [run_id]).fetchall()
-        out = []
+        out: list[CommandRow] = []
         for command_id, kind, payload in rows:
             kind_text, value, problem = parse_command(kind, payload)
             out.append({"id": command_id, "kind": kind_text, "payload": value, "problem": problem,
@@ -598,7 +605,7 @@ class Store:
         still reads: the mark is left for the next reader."""
         host, now, crashed = socket.gethostname(), _now(), []
         for run in self.db.query("SELECT id, pid, pid_start, host, heartbeat_at, config_json FROM runs "
-                                 "WHERE status IN ('running', 'paused')"):
+                                 f"WHERE status IN ({_marks(LIVE)})", LIVE):
             limit = stale_after_s or self._stale_after(run["config_json"])
             age = now - (run["heartbeat_at"] or 0)
             if run["host"] == host:
@@ -611,9 +618,9 @@ class Store:
             try:
                 with self._write() as conn:
                     # it ended when it last beat, not when a reader noticed
-                    conn.execute("UPDATE runs SET status = 'crashed', ended_at = coalesce(heartbeat_at, ?), "
+                    conn.execute("UPDATE runs SET status = ?, ended_at = coalesce(heartbeat_at, ?), "
                                  "error = coalesce(error, 'engine process is gone') "
-                                 "WHERE id = ? AND status IN ('running', 'paused')", [now, run_id])
+                                 f"WHERE id = ? AND status IN ({_marks(LIVE)})", [Status.CRASHED, now, run_id, *LIVE])
             except WriteError:
                 self._gone.add(run_id)
         return crashed

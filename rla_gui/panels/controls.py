@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from PySide6 import QtCore, QtWidgets
 
-LIVE = ("running", "paused")
-RESUMABLE = ("stopped", "crashed", "failed")
+from rla_engine.vocabulary import LIVE, RESUMABLE, Status
+
 
 
 class ControlsPanel(QtWidgets.QWidget):
@@ -58,15 +58,15 @@ class ControlsPanel(QtWidgets.QWidget):
         self.set_run(None)
 
     def toggle_pause(self) -> None:
-        if self.status == "running":
+        if self.status == Status.RUNNING:
             self.pause_requested.emit()
-        elif self.status == "paused":
+        elif self.status == Status.PAUSED:
             self.resume_requested.emit()
 
     def set_run(self, run: dict | None) -> None:
         self.status = run["status"] if run else None
         live = self.status in LIVE
-        self.pause_button.setText("Resume" if self.status == "paused" else "Pause")
+        self.pause_button.setText("Resume" if self.status == Status.PAUSED else "Pause")
         self.pause_button.setEnabled(live)
         self.stop_button.setEnabled(live)
         for w in (self.slider, self.apply_button, self.auto_button):

@@ -9,6 +9,7 @@ import pyqtgraph as pg
 from PySide6 import QtCore, QtWidgets
 
 from rla_engine import metrics as K
+from rla_engine.vocabulary import VARIANT_KINDS, EventKind
 
 from ..run_data import X_AXES, RunData
 from ..widgets.metric_plot import MetricCurve, MetricPlot
@@ -52,9 +53,9 @@ class DifficultyPlot(MetricPlot):
 
     def add_variants(self, events: list[dict]) -> None:
         for e in events:
-            if e["kind"] in ("variant_accepted", "variant_rejected"):
+            if e["kind"] in VARIANT_KINDS:
                 self.variants.append((e["iteration"], e["payload"].get("difficulty", float("nan")),
-                                      e["kind"] == "variant_accepted"))
+                                      e["kind"] == EventKind.VARIANT_ACCEPTED))
         del self.variants[:-MAX_VARIANT_POINTS]
 
     def _draw_variants(self) -> None:

@@ -15,11 +15,14 @@ from collections.abc import Callable
 from PySide6.QtCore import QModelIndex, Qt, Signal
 from PySide6.QtGui import QColor, QFont, QFontMetrics
 from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QTableView, QVBoxLayout, QWidget
+
+from rla_engine.vocabulary import CommandKind, EventKind
+
 from ..widgets.list_model import ListTableModel
 
 COLUMNS = ("Iteration", "Time", "Kind", "Summary")
 MAX_ROWS = 5000
-SKIPPED = frozenset({"episode"})
+SKIPPED = frozenset({EventKind.EPISODE})
 # translucent so they tint either a light or a dark palette
 FAILED_BACKGROUND = QColor(220, 40, 40, 90)
 REJECTED_BACKGROUND = QColor(230, 160, 20, 60)
@@ -37,7 +40,7 @@ def _variant(p: dict) -> str:
 def _command(p: dict) -> str:
     """pause/resume/stop/checkpoint/set_difficulty events carry the command and its result."""
     kind, result = p.get("kind", "command"), str(p.get("result", ""))
-    if kind == "set_difficulty" and result.startswith("applied"):
+    if kind == CommandKind.SET_DIFFICULTY and result.startswith("applied"):
         value = (p.get("payload") or {}).get("value") if isinstance(p.get("payload"), dict) else None
         return "automatic difficulty applied" if value is None else f"difficulty {_f(value, 'g')} applied"
     if kind == "checkpoint" and result.startswith("applied: "):
@@ -59,18 +62,18 @@ def _failed(p: dict) -> str:
     return where + "failed"
 
 
+E = EventKind
 SUMMARIES: dict[str, Callable[[dict], str]] = {
-    "variant_accepted": _variant,
-    "variant_rejected": _variant,
-    "pause": _command, "resume": _command, "stop": _command, "checkpoint": _command,
-    "set_difficulty": _command,
-    "command_rejected": _rejected,
-    "failed": _failed,
-    "started": lambda p: f"on {p.get('device', '?')}, target {p.get('target', '?')} iterations",
-    "completed": lambda p: f"{p.get('iterations', '?')} iterations",
-    "stopped": lambda p: str(p.get("reason", "stopped")),
-    "rewound": lambda p: f"to iteration {p.get('to', '?')} ({p.get('rows', '?')} rows removed)",
-    "resumed_from_checkpoint": lambda p: f"from {p.get('checkpoint', '?')}, target {p.get('target', '?')}",
+    E.VARIANT_ACCEPTED: _variant,
+    E.VARIANT_REJECTED: _variant,
+    **{kind: _command for kind in CommandKind},
+    E.COMMAND_REJECTED: _rejected,
+    E.FAILED: _failed,
+    E.STARTED: lambda p: f"on {p.get('device', '?')}, target {p.get('target', '?')} iterations",
+    E.COMPLETED: lambda p: f"{p.get('iterations', '?')} iterations",
+    E.STOPPED: lambda p: str(p.get("reason", "stopped")),
+    E.REWOUND: lambda p: f"to iteration {p.get('to', '?')} ({p.get('rows', '?')} rows removed)",
+    E.RESUMED_FROM_CHECKPOINT: lambda p: f"from {p.get('checkpoint', '?')}, target {p.get('target', '?')}",
 }
 
 
@@ -107,8 +110,8 @@ class EventTableModel(ListTableModel):
             return cells[index.column()]
         kind = event.get("kind")
         if role == Qt.ItemDataRole.BackgroundRole:
-            return {"failed": FAILED_BACKGROUND, "command_rejected": REJECTED_BACKGROUND}.get(kind)
-        if role == Qt.ItemDataRole.FontRole and kind == "failed":
+            return {E.FAILED: FAILED_BACKGROUND, E.COMMAND_REJECTED: REJECTED_BACKGROUND}.get(kind)
+        if role == Qt.ItemDataRole.FontRole and kind == E.FAILED:
             font = QFont()
             font.setBold(True)
             return font

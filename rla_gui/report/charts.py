@@ -25,6 +25,7 @@ import pyqtgraph as pg
 from PySide6 import QtCore, QtGui, QtWidgets
 
 from rla_engine import metrics as K
+from rla_engine.vocabulary import VARIANT_KINDS, EventKind
 
 from ..run_data import ema
 from ..widgets.markers import MARKER_COLOURS
@@ -143,10 +144,10 @@ def variant_points(bundle: dict) -> tuple[list[tuple[float, float]], list[tuple[
     where a bundle carries none, from the task rows (which keep every decided candidate)."""
     acc, rej = [], []
     for e in bundle.get("events") or ():
-        if e["kind"] in ("variant_accepted", "variant_rejected"):
+        if e["kind"] in VARIANT_KINDS:
             d = (e.get("payload") or {}).get("difficulty")
             if isinstance(d, (int, float)):
-                (acc if e["kind"] == "variant_accepted" else rej).append((float(e["iteration"]), float(d)))
+                (acc if e["kind"] == EventKind.VARIANT_ACCEPTED else rej).append((float(e["iteration"]), float(d)))
     if not acc and not rej:
         for t in bundle.get("tasks") or ():
             if t.get("direction") and t.get("decided_iteration") is not None and t.get("difficulty") is not None:

@@ -14,6 +14,7 @@ from importlib import metadata
 import numpy as np
 
 from rla_engine import metrics as K
+from rla_engine.vocabulary import VARIANT_KINDS, EventKind
 
 from . import charts as C
 from .escape import DASH, duration, esc, flatten, kv_table, num, table, value_text, when
@@ -25,7 +26,7 @@ PDF_MAX_ROWS = 300
 PDF_CHUNK = 100
 STATUS_COLOURS = {"completed": "#2ca02c", "running": "#1f77b4", "paused": "#ff7f0e", "stopped": "#7f7f7f",
                   "failed": "#d62728", "crashed": "#d62728"}
-SKIPPED_EVENTS = ("episode",)   # trajectories for the episode viewer: large, and not history
+SKIPPED_EVENTS = (EventKind.EPISODE,)   # trajectories for the episode viewer: large, and not history
 
 
 def version() -> str:
@@ -204,7 +205,6 @@ def event_details(payload) -> str:
     return value_text(" · ".join(f"{k}={_short(v)}" for k, v in flatten(payload).items()), limit=300)
 
 
-VARIANT_EVENTS = ("variant_accepted", "variant_rejected")
 
 
 def _timeline(events: list[dict]) -> list[dict]:
@@ -212,7 +212,7 @@ def _timeline(events: list[dict]) -> list[dict]:
     log lists every variant in full, and a long run decides some every iteration."""
     out: list[dict] = []
     for e in events:
-        if e["kind"] not in VARIANT_EVENTS:
+        if e["kind"] not in VARIANT_KINDS:
             out.append(e)
             continue
         last = out[-1] if out else None
@@ -221,8 +221,8 @@ def _timeline(events: list[dict]) -> list[dict]:
                     "accepted": [], "rejected": []}
             out.append(last)
         p = e.get("payload") or {}
-        last["accepted" if e["kind"] == "variant_accepted" else "rejected"].append(
-            f"{p.get('slot', '?')} (→ {_short(p.get('difficulty'))})" if e["kind"] == "variant_accepted" else
+        last["accepted" if e["kind"] == EventKind.VARIANT_ACCEPTED else "rejected"].append(
+            f"{p.get('slot', '?')} (→ {_short(p.get('difficulty'))})" if e["kind"] == EventKind.VARIANT_ACCEPTED else
             str(p.get("slot", "?")))
     return out
 

@@ -5,6 +5,7 @@ from rla_engine import config as C
 from rla_engine import metrics as K
 from rla_engine.client import EngineClient, EngineError
 from rla_engine.paths import log_path
+from rla_engine.store import Store
 
 TINY_SETS = ["task.pool_size=8", "rollout.tasks_per_iter=4", "rollout.rollouts_per_task=4",
              "eval.tasks_per_tier=4", "eval.every=2", "policy.hidden=32", "judge.hidden=32"]
@@ -86,13 +87,13 @@ def test_a_run_that_finishes_between_two_polls_still_counts_as_started(tmp_path)
         real_db = client._db
         first = True
 
-        async def slow_first_look(name, *args):
+        async def slow_first_look(fn, *args):
             nonlocal first
-            if name == "get_run" and first:
+            if fn is Store.get_run and first:
                 first = False
                 await client.processes[args[0]].wait()   # the engine has finished meanwhile
                 return None
-            return await real_db(name, *args)
+            return await real_db(fn, *args)
         client._db = slow_first_look
         try:
             run_id = await client.start(C.build(sets=[*TINY_SETS, "run.iterations=2"]))

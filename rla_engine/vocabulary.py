@@ -1,0 +1,126 @@
+"""The words the engine, the store, the CLI and the console share: run statuses, event kinds,
+command kinds, and the shapes of the rows they pass around. Metric keys live beside this, in
+`metrics.py`. Torch-free and Qt-free: every layer may import it.
+
+The kinds are StrEnums, so a member is the very string stored in SQLite and written to JSON
+(`EventKind.EPISODE == "episode"`); rows read back from the database carry plain strings.
+"""
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Any, TypedDict
+
+
+class Status(StrEnum):
+    RUNNING = "running"
+    PAUSED = "paused"
+    COMPLETED = "completed"
+    STOPPED = "stopped"
+    FAILED = "failed"
+    CRASHED = "crashed"      # the engine died without saying so (found by the liveness check)
+
+
+LIVE: tuple[str, ...] = (Status.RUNNING, Status.PAUSED)                 # an engine owns the run
+FINAL: tuple[str, ...] = (Status.COMPLETED, Status.STOPPED, Status.FAILED, Status.CRASHED)
+RESUMABLE: tuple[str, ...] = (Status.STOPPED, Status.CRASHED, Status.FAILED)   # `rla resume` takes it on
+
+
+class CommandKind(StrEnum):
+    """What a `commands` row asks of a live engine (DESIGN §3)."""
+    PAUSE = "pause"
+    RESUME = "resume"
+    STOP = "stop"
+    CHECKPOINT = "checkpoint"
+    SET_DIFFICULTY = "set_difficulty"
+
+
+class EventKind(StrEnum):
+    """The `kind` of an events row. A command that was carried out is recorded under its own
+    kind (pause, resume, …, see CommandKind); one that was refused as `command_rejected`."""
+    STARTED = "started"
+    EPISODE = "episode"                          # one sampled trajectory with its verdicts
+    VARIANT_ACCEPTED = "variant_accepted"        # the environment model's task entered the pool
+    VARIANT_REJECTED = "variant_rejected"
+    PAUSE = CommandKind.PAUSE.value
+    RESUME = CommandKind.RESUME.value
+    STOP = CommandKind.STOP.value
+    CHECKPOINT = CommandKind.CHECKPOINT.value
+    SET_DIFFICULTY = CommandKind.SET_DIFFICULTY.value
+    COMMAND_REJECTED = "command_rejected"
+    COMPLETED = Status.COMPLETED.value
+    STOPPED = Status.STOPPED.value
+    FAILED = Status.FAILED.value
+    REWOUND = "rewound"                          # a resume deleted iterations after its checkpoint
+    RESUMED_FROM_CHECKPOINT = "resumed_from_checkpoint"
+    CHECKPOINT_SKIPPED = "checkpoint_skipped"    # a damaged checkpoint passed over on resume
+
+
+class TaskStatus(StrEnum):
+    """A task row's life: a variant waits as pending, then is active in its slot or rejected; an
+    active task is retired when the variant that replaces it is accepted."""
+    PENDING = "pending"
+    ACTIVE = "active"
+    RETIRED = "retired"
+    REJECTED = "rejected"
+
+
+VARIANT_KINDS: tuple[str, ...] = (EventKind.VARIANT_ACCEPTED, EventKind.VARIANT_REJECTED)
+
+
+# -- row shapes, as the store returns them ------------------------------------------------------
+class RunRow(TypedDict):
+    id: str
+    name: str
+    status: str                  # a Status
+    preset: str | None
+    config_json: str
+    group_id: str | None
+    created_at: float
+    started_at: float | None
+    ended_at: float | None
+    heartbeat_at: float | None
+    pid: int | None
+    pid_start: str | None
+    host: str | None
+    iteration: int               # the last committed iteration
+    device: str | None
+    error: str | None
+    notes: str
+    tags: str
+    archived: int
+
+
+class EventRow(TypedDict):
+    id: int
+    run_id: str
+    iteration: int
+    t: float
+    kind: str                    # an EventKind
+    payload: Any
+
+
+class CommandRow(TypedDict):
+    """A pending command as the engine reads it: `problem` says why it cannot be carried out."""
+    id: int
+    kind: str                    # a CommandKind when well formed
+    payload: Any
+    problem: str | None
+    excerpt: Any                 # what its event keeps of a big payload
+
+
+class TaskRow(TypedDict):
+    run_id: str
+    uid: int
+    slot: int
+    version: int
+    family: str
+    params_json: str
+    difficulty: float
+    status: str                  # a TaskStatus
+    last_acc: float | None
+    direction: str | None
+    prev_acc: float | None
+    new_acc: float | None
+    critic_json: str | None
+    created_iteration: int
+    decided_iteration: int | None
