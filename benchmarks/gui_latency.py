@@ -22,10 +22,11 @@ from PySide6 import QtCore
 from rla_engine import config as C
 from rla_engine import metrics as K
 from rla_engine.store import open_store
+from rla_gui.panel_spec import DRAWN_KEYS
 from rla_gui.app import build_app
 from rla_gui.main_window import MainWindow
 
-HISTORY_KEYS = [k for keys in K.PANELS.values() for k in keys if k != K.EVAL_SUCCESS] + [K.ENV_STEPS, K.ITERATION_S]
+HISTORY_KEYS = [k for k in DRAWN_KEYS if k != K.EVAL_SUCCESS] + [K.ENV_STEPS, K.ITERATION_S]
 
 
 def pct(xs, q):

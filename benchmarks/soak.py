@@ -30,8 +30,9 @@ from rla_engine import checkpoint
 from rla_engine import metrics as K
 from rla_engine.paths import checkpoints_dir
 from rla_engine.store import open_store
+from rla_gui.panel_spec import DRAWN_KEYS
 
-HISTORY_KEYS = sorted({k for keys in K.PANELS.values() for k in keys if k != K.EVAL_SUCCESS}
+HISTORY_KEYS = sorted({k for k in DRAWN_KEYS if k != K.EVAL_SUCCESS}
                       | {K.ENV_STEPS, K.ITERATION_S})
 APPLY_WITHIN_S = 15.0
 

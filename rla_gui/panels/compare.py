@@ -10,11 +10,11 @@ from PySide6 import QtCore, QtGui, QtWidgets
 from rla_engine import metrics as K
 
 from ..run_data import X_AXES, RunData
-from ..widgets.metric_plot import PALETTE, MetricCurve, short
+from ..panel_spec import LOSSES, PALETTE, PANELS, Panel, short
+from ..widgets.metric_plot import MetricCurve
 
 SUMMARY = [(K.SUCCESS, "max"), (K.EVAL_SUCCESS, "max"), (K.OUTCOME_AGREEMENT, "max"),
            (K.PROCESS_AGREEMENT, "max"), (K.MU, "max"), (K.DIFFICULTY_MEAN, "max")]
-PANEL_CHOICES = {name: keys for name, keys in K.PANELS.items()}
 
 
 def flatten(config: dict, prefix: str = "") -> dict[str, object]:
@@ -57,14 +57,14 @@ def summarise(data: RunData, run: dict) -> dict[str, float | None]:
 class ComparePlot(pg.PlotWidget):
     """One key of a panel, one curve per run."""
 
-    def __init__(self, panel: str, parent=None):
+    def __init__(self, panel: Panel, parent=None):
         super().__init__(parent=parent)
         self.panel = panel
-        self.plotItem.setTitle(panel)
+        self.plotItem.setTitle(panel.title)
         self.plotItem.addLegend(offset=(5, 5), labelTextSize="8pt", verSpacing=-6,
                                 brush=pg.mkBrush(255, 255, 255, 150))
         self.key_box = QtWidgets.QComboBox()
-        self.key_box.addItems(PANEL_CHOICES[panel])
+        self.key_box.addItems(panel.keys + (panel.band or ()))
         self.key_box.currentTextChanged.connect(lambda _: self.redraw())
         self.runs: list[tuple[dict, RunData]] = []
         self.curves: list[MetricCurve] = []
@@ -95,7 +95,7 @@ class CompareWindow(QtWidgets.QWidget):
         super().__init__(parent, QtCore.Qt.WindowType.Window)
         self.setWindowTitle("Compare runs")
         self.resize(1400, 900)
-        self.plots = [ComparePlot(name) for name in PANEL_CHOICES if name != "Losses"]
+        self.plots = [ComparePlot(p) for p in PANELS if p is not LOSSES]
         grid = QtWidgets.QGridLayout()
         for i, plot in enumerate(self.plots):
             box = QtWidgets.QVBoxLayout()

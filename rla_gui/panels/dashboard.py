@@ -8,27 +8,25 @@ from __future__ import annotations
 import pyqtgraph as pg
 from PySide6 import QtCore, QtWidgets
 
-from rla_engine import metrics as K
 from rla_engine.vocabulary import VARIANT_KINDS, EventKind
 
+from ..panel_spec import AGREEMENT, BALANCE, DIFFICULTY, LOSSES, MARKER_KINDS, POLICY, TIER_COLOURS
 from ..run_data import X_AXES, RunData
 from ..widgets.metric_plot import MetricCurve, MetricPlot
 
 # The timer refreshes one plot per tick, round robin: each plot redraws at most every
 # REDRAW_MS × 5 = 100 ms (≤ 10 Hz), and one tick's work is one plot, not five.
 REDRAW_MS = 20
-MARKER_KINDS = ("pause", "resume", "set_difficulty", "failed", "resumed_from_checkpoint")
 MAX_VARIANT_POINTS = 20_000
-TIER_COLOURS = ["#c6dbef", "#9ecae1", "#6baed6", "#3182bd", "#08519c", "#08306b"]
 
 
 class DifficultyPlot(MetricPlot):
     """Pool mean with the min–max band; accepted/rejected variants as points at their difficulty."""
 
     def __init__(self, data: RunData):
-        super().__init__("Task difficulty", (K.DIFFICULTY_MEAN,), data)
+        super().__init__(DIFFICULTY.title, DIFFICULTY.keys, data)
         self.band_curves = [MetricCurve(self.plotItem, key, "#1f77b4", smooth=False, pen=pg.mkPen(None))
-                            for key in (K.DIFFICULTY_MIN, K.DIFFICULTY_MAX)]
+                            for key in DIFFICULTY.band or ()]
         self.lo, self.hi = (c.line for c in self.band_curves)
         band = pg.FillBetweenItem(self.lo, self.hi, brush=pg.mkBrush(31, 119, 180, 50))
         self.plotItem.addItem(band)
@@ -88,10 +86,8 @@ class DashboardPanel(QtWidgets.QWidget):
     def __init__(self, data: RunData, parent=None):
         super().__init__(parent)
         self.data = data
-        self.policy = MetricPlot("Policy reward", (K.SUCCESS, K.EVAL_SUCCESS, K.REWARD), data)
-        self.agreement = MetricPlot("Reward-model agreement", (K.OUTCOME_AGREEMENT, K.PROCESS_AGREEMENT,
-                                    K.UNANIMITY, K.PRECISION, K.PRECISION_BOUND), data, dashed=(K.PRECISION_BOUND,))
-        self.balance = MetricPlot("μ balance", (K.MU, K.P_PLUS, K.P_MINUS, K.POSITIVE_FRACTION, K.IN_BAND), data)
+        self.policy, self.agreement, self.balance = (MetricPlot(p.title, p.keys, data, dashed=p.dashed)
+                                                     for p in (POLICY, AGREEMENT, BALANCE))
         self.balance.plotItem.addItem(pg.InfiniteLine(pos=1.0, angle=0, pen=pg.mkPen("#d62728", width=1,
                                       style=QtCore.Qt.PenStyle.DotLine), label="μ = 1",
                                       labelOpts={"position": 0.05, "color": "#d62728"}), ignoreBounds=True)
@@ -100,7 +96,7 @@ class DashboardPanel(QtWidgets.QWidget):
         region.setZValue(-10)
         self.balance.plotItem.addItem(region, ignoreBounds=True)
         self.difficulty = DifficultyPlot(data)
-        self.losses = MetricPlot("Losses", (K.LOSS_POLICY, K.LOSS_JUDGE, K.LOSS_KL), data)
+        self.losses = MetricPlot(LOSSES.title, LOSSES.keys, data)
         self.plots: list[MetricPlot] = [self.policy, self.agreement, self.balance, self.difficulty, self.losses]
         self._tiers: set[str] = set()
 

@@ -27,26 +27,17 @@ from PySide6 import QtCore, QtGui, QtWidgets
 from rla_engine import metrics as K
 from rla_engine.vocabulary import VARIANT_KINDS, EventKind
 
+from ..panel_spec import (AGREEMENT, BALANCE, DIFFICULTY, LOSSES, MARKER_COLOURS, MARKER_KINDS, PALETTE, POLICY,
+                          TIER_COLOURS, Panel, short)
 from ..run_data import ema
-from ..widgets.markers import MARKER_COLOURS
-from ..widgets.metric_plot import PALETTE, short
 
-MARKER_KINDS = ("pause", "resume", "set_difficulty", "failed", "resumed_from_checkpoint")
 MAX_POINTS = 2000          # per drawn line: min/max per bin keeps 100,000 rows to ~2000 vertices
 MAX_MARKERS = 300          # more vertical lines than this are a grey wall, not information
 MAX_VARIANT_POINTS = 4000
 SMOOTH_FROM = 400          # longer series get a bold EMA over their faint raw line
 SCALE = 2.0                # device pixels per logical pixel: sharp in print and on HiDPI screens
-TIER_COLOURS = ["#9ecae1", "#6baed6", "#4292c6", "#2171b5", "#08519c", "#08306b"]
 INK = "#333333"
 
-PANELS = (   # (chart id, title, keys); the difficulty panel is drawn by its own function
-    ("policy", "Policy reward", (K.SUCCESS, K.EVAL_SUCCESS, K.REWARD)),
-    ("agreement", "Reward-model agreement", (K.OUTCOME_AGREEMENT, K.PROCESS_AGREEMENT, K.UNANIMITY,
-                                             K.PRECISION, K.PRECISION_BOUND)),
-    ("balance", "μ balance", (K.MU, K.P_PLUS, K.P_MINUS, K.POSITIVE_FRACTION, K.IN_BAND)),
-)
-DASHED = (K.PRECISION_BOUND,)
 COMPARE_KEYS = (K.SUCCESS, K.EVAL_SUCCESS, K.REWARD, K.OUTCOME_AGREEMENT, K.PROCESS_AGREEMENT, K.MU,
                 K.DIFFICULTY_MEAN, K.IN_BAND, K.LOSS_POLICY, K.LOSS_JUDGE)
 
@@ -259,13 +250,13 @@ class _Canvas:
         return Chart(chart_id, title, self.png(), self.width, self.height, self.legend, note)
 
 
-def _panel(data: Series, marks, chart_id: str, title: str, keys, width: int, height: int) -> _Canvas:
+def _panel(data: Series, marks, panel: Panel, width: int, height: int) -> _Canvas:
     c = _Canvas(width, height)
-    for i, key in enumerate(keys):
+    for i, key in enumerate(panel.keys):
         if key in data:
-            c.line(*data[key], PALETTE[i % len(PALETTE)], short(key), dashed=key in DASHED,
+            c.line(*data[key], PALETTE[i % len(PALETTE)], short(key), dashed=key in panel.dashed,
                    symbols=key == K.EVAL_SUCCESS)
-    if chart_id == "balance":   # the balance point and the band the environment keeps tasks in
+    if panel is BALANCE:   # the balance point and the band the environment keeps tasks in
         c.plot.addItem(pg.InfiniteLine(pos=1.0, angle=0, pen=pg.mkPen("#d62728", width=SCALE,
                        style=QtCore.Qt.PenStyle.DotLine)), ignoreBounds=True)
         region = pg.LinearRegionItem(values=(0.2, 0.8), orientation="horizontal", movable=False,
@@ -280,8 +271,9 @@ def _panel(data: Series, marks, chart_id: str, title: str, keys, width: int, hei
 def _difficulty(bundle: dict, data: Series, marks, width: int, height: int) -> _Canvas:
     c = _Canvas(width, height)
     colour = PALETTE[0]
-    if K.DIFFICULTY_MIN in data and K.DIFFICULTY_MAX in data:
-        (x0, lo), (x1, hi) = data[K.DIFFICULTY_MIN], data[K.DIFFICULTY_MAX]
+    low, high = DIFFICULTY.band or ("", "")
+    if low in data and high in data:
+        (x0, lo), (x1, hi) = data[low], data[high]
         if len(x0) == len(x1) and len(x0) > 1:
             # a filled band is one polygon: a zig-zag outline of thousands of vertices fills
             # slowly, so it follows the envelope (min of the minima, max of the maxima) per bin
@@ -310,10 +302,9 @@ def run_charts(bundle: dict, data: Series | None = None, width: int = 800, heigh
     """The one-run report's charts: the four panels, the losses, eval success by tier."""
     data = series(bundle) if data is None else data
     marks = markers(bundle)
-    out = [_panel(data, marks, cid, title, keys, width, height).chart(cid, title) for cid, title, keys in PANELS]
-    out.append(_difficulty(bundle, data, marks, width, height).chart("difficulty", "Task difficulty"))
-    loss_keys = sorted(k for k in data if k.startswith("loss/"))
-    out.append(_panel(data, marks, "losses", "Losses", loss_keys, width, height).chart("losses", "Losses"))
+    out = [_panel(data, marks, p, width, height).chart(p.id, p.title) for p in (POLICY, AGREEMENT, BALANCE)]
+    out.append(_difficulty(bundle, data, marks, width, height).chart(DIFFICULTY.id, DIFFICULTY.title))
+    out.append(_panel(data, marks, LOSSES, width, height).chart(LOSSES.id, LOSSES.title))
     tiers = _Canvas(width, height)
     for i, key in enumerate(tier_keys(data)):
         tiers.line(*data[key], TIER_COLOURS[i % len(TIER_COLOURS)], f"tier {K.tier_of(key):g}", symbols=True)

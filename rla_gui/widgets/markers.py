@@ -15,11 +15,11 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6 import QtCore
 
+from ..panel_spec import MARKER_COLOURS
+
 # Even at a few floats each, a run steered for weeks must stay bounded; the newest are kept,
 # and the event log lists every event.
 MAX_MARKERS = 5000
-MARKER_COLOURS = {"pause": "#d62728", "resume": "#2ca02c", "set_difficulty": "#9467bd", "failed": "#000000",
-                  "resumed_from_checkpoint": "#17becf"}
 
 
 class EventMarkers:

@@ -10,29 +10,11 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6 import QtCore
 
-from rla_engine import metrics as K
-
+from ..panel_spec import PALETTE, short
 from ..run_data import X_AXES, RunData, ema, ema_state
 from ..theme import is_dark
 from .lod import PeakPyramid
 from .markers import EventMarkers
-
-PALETTE = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#bcbd22"]
-
-
-LABELS = {K.SUCCESS: "success (train)", K.EVAL_SUCCESS: "eval success", K.REWARD: "reward R",
-          K.POSITIVE_FRACTION: "positive fraction", K.IN_BAND: "tasks in band", K.DIFFICULTY_MEAN: "pool mean",
-          K.PRECISION_BOUND: "precision bound (Thm 1)", K.MU: "μ", K.P_PLUS: "p₊", K.P_MINUS: "p₋"}
-
-
-def short(key: str) -> str:
-    """The legend's name of a key: distinct within a panel (two keys end in success_rate)."""
-    if key in LABELS:
-        return LABELS[key]
-    tier = K.tier_of(key)
-    if tier is not None:
-        return f"eval @{tier:g}"
-    return key.split("/", 1)[-1].replace("_", " ")
 
 
 class MetricCurve:
