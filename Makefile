@@ -27,7 +27,7 @@ run: setup
 test: setup
 	QT_QPA_PLATFORM=offscreen $(BIN)/python -m pytest
 
-# ruff (style, bugs, complexity ≤ 12), mypy (engine), import-linter (the architecture's contracts);
+# ruff (style, bugs, complexity ≤ 12), mypy (engine and console), import-linter (the architecture's contracts);
 # .pre-commit-config.yaml runs the same three
 lint: setup
 	$(BIN)/ruff check .

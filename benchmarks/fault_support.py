@@ -29,8 +29,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-TINY_SETS = ["task.pool_size=8", "rollout.tasks_per_iter=4", "rollout.rollouts_per_task=4",
-             "eval.tasks_per_tier=4", "eval.every=2", "policy.hidden=32", "judge.hidden=32"]
+TINY = ["--preset", "tiny"]          # resources/presets/tiny.toml
 # what a lock error looks like wherever it surfaces (SQLite's messages, an exception's name)
 LOCK_TEXT = re.compile(r"database is locked|database table is locked|SQLITE_BUSY|sqlite3\.OperationalError: locked",
                        re.I)
@@ -44,7 +43,7 @@ except Exception:   # the harness must report a broken engine, not die importing
 
 
 def tiny(*sets: str) -> list[str]:
-    return [a for s in [*TINY_SETS, *sets] for a in ("--set", s)]
+    return [*TINY, *[a for s in sets for a in ("--set", s)]]
 
 
 # -- processes ------------------------------------------------------------------------------

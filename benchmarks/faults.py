@@ -32,7 +32,7 @@ from collections import Counter
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from fault_support import (LOCK_TEXT, ROOT, TINY_SETS, Engine, Verdict, committed, compare, comparable, connect,
+from fault_support import (LOCK_TEXT, ROOT, Engine, Verdict, committed, compare, comparable, connect,
                            fill, fsize_limit, half_iterations, integrity, last_line, mount_tmpfs, open_tmp,
                            read_console, rla, run_ids, run_row, sigstop, start_console, table, tiny, tmp_files,
                            umount, wait_for_run, wal_uncommitted_frames, write_lock_holders)
@@ -414,7 +414,7 @@ def _log_case(db: Path, method: str, mount: Path):
 
     async def go():
         client = EngineClient(db)
-        cfg = C.build(sets=[*TINY_SETS, "run.iterations=100000"])
+        cfg = C.build(preset="tiny", sets=["run.iterations=100000"])
         run_id = await client.start(cfg, name="log")
         proc = client.processes[run_id]
         got = await asyncio.get_running_loop().run_in_executor(

@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import os
 import signal
+from typing import cast
 import sys
 from pathlib import Path
 
@@ -20,7 +21,7 @@ from .theme import apply_plot_theme
 
 
 def build_app(argv: list[str]) -> QtWidgets.QApplication:
-    app = QtWidgets.QApplication.instance() or QtWidgets.QApplication(argv)
+    app = cast(QtWidgets.QApplication, QtWidgets.QApplication.instance() or QtWidgets.QApplication(argv))
     app.setOrganizationName("RLAnything")
     app.setApplicationName("RLAnything console")
     apply_plot_theme()

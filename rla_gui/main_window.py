@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from pathlib import Path
-from typing import ClassVar
+from typing import ClassVar, cast
 
 from PySide6 import QtCore, QtGui, QtWidgets
 
@@ -16,11 +16,11 @@ from rla_engine.vocabulary import LIVE, CommandKind, EventKind
 
 from .panels.controls import ControlsPanel
 from .panels.dashboard import DashboardPanel
-from .panels.episode_view import EpisodeViewer
-from .panels.event_log import EventTimelinePanel
+from .panels.episode_view import EpisodeViewPanel
+from .panels.event_log import EventLogPanel
 from .panels.history import HistoryPanel
-from .panels.pool_table import TaskPoolPanel
-from .panels.run_form import NewRunPanel
+from .panels.pool_table import PoolTablePanel
+from .panels.run_form import RunFormPanel
 from .run_data import RunData
 from .session import RunSession
 from .theme import apply_plot_theme
@@ -41,25 +41,26 @@ class MainWindow(QtWidgets.QMainWindow):
         self.data = RunData()
         self.dashboard = DashboardPanel(self.data)
         self.setCentralWidget(self.dashboard)
-        self.run_form = NewRunPanel()
+        self.run_form = RunFormPanel()
         self.history = HistoryPanel()
-        self.pool = TaskPoolPanel()
-        self.events = EventTimelinePanel()
-        self.episode = EpisodeViewer()
+        self.pool = PoolTablePanel()
+        self.events = EventLogPanel()
+        self.episode = EpisodeViewPanel()
         self.controls = ControlsPanel()
         self.status_line = StatusLine(self.statusBar())
         self._docks()
         self._menus()
         self._wire_panels()
-        self.session: RunSession | None = None
+        self.session: RunSession          # open_database below sets it; it is never None after
+        self.signal_notifier: QtCore.QObject | None = None   # app.py keeps its SIGTERM watcher here
         self._history_task: asyncio.Task | None = None
         self._closing = False
         self.finished: asyncio.Future | None = None
         self.open_database(db_path)
         self._restore_preferences()
-        if not self.restoreGeometry(self.settings.value("geometry", QtCore.QByteArray())):
+        if not self.restoreGeometry(cast(QtCore.QByteArray, self.settings.value("geometry", QtCore.QByteArray()))):
             self.resize(1500, 950)
-        if not self.restoreState(self.settings.value("state", QtCore.QByteArray())):
+        if not self.restoreState(cast(QtCore.QByteArray, self.settings.value("state", QtCore.QByteArray()))):
             self.resizeDocks([self.form_dock, self.pool_dock], [360, 330], QtCore.Qt.Orientation.Horizontal)
             self.resizeDocks([self.events_dock], [200], QtCore.Qt.Orientation.Vertical)
 
@@ -141,8 +142,9 @@ class MainWindow(QtWidgets.QMainWindow):
 
     # -- database and session ----------------------------------------------------------------
     def open_database(self, path: Path) -> None:
-        if self.session is not None:
-            self._spawn(self.session.shutdown())
+        old: RunSession | None = getattr(self, "session", None)
+        if old is not None:
+            self._spawn(old.shutdown())
         self.db_path = Path(path)
         self.session = RunSession(EngineClient(self.db_path), self)
         s = self.session
@@ -240,6 +242,8 @@ class MainWindow(QtWidgets.QMainWindow):
 
     async def _clone(self, run_id: str) -> None:
         run = await self.session.client.run(run_id)
+        if run is None:
+            return
         import json
         self.run_form.load_config(json.loads(run["config_json"]), run.get("preset") or "")
         self.show_new_run()
@@ -335,7 +339,7 @@ class MainWindow(QtWidgets.QMainWindow):
     def _restore_preferences(self) -> None:
         d, st = self.dashboard, self.settings
         d.x_axis.setCurrentText(str(st.value("plots/x_axis", d.x_axis.currentText())))
-        d.smoothing.setValue(int(st.value("plots/smoothing", d.smoothing.value())))
+        d.smoothing.setValue(int(str(st.value("plots/smoothing", d.smoothing.value()))))
         d.log_y.setChecked(str(st.value("plots/log_y", "false")) == "true")
         preset = str(st.value("form/preset", "quickstart"))
         if self.run_form.preset_combo.findText(preset) >= 0:
@@ -377,8 +381,9 @@ class MainWindow(QtWidgets.QMainWindow):
 
     def ask_close_choice(self, run_id: str) -> str:
         """'stop', 'detach' or 'cancel' (tests replace this to answer without a modal dialog)."""
+        status = self.session.run["status"] if self.session.run else "live"
         box = QtWidgets.QMessageBox(QtWidgets.QMessageBox.Icon.Question, "A run is live",
-                                    f"Run {run_id} is still {self.session.run['status']}.", parent=self)
+                                    f"Run {run_id} is still {status}.", parent=self)
         stop = box.addButton("Stop it (checkpoint)", QtWidgets.QMessageBox.ButtonRole.DestructiveRole)
         detach = box.addButton("Let it run on", QtWidgets.QMessageBox.ButtonRole.AcceptRole)
         box.addButton(QtWidgets.QMessageBox.StandardButton.Cancel)

@@ -40,8 +40,9 @@ TIER_COLOURS = ["#9ecae1", "#6baed6", "#4292c6", "#2171b5", "#08519c", "#08306b"
 
 MARKER_KINDS: tuple[str, ...] = (EventKind.PAUSE, EventKind.RESUME, EventKind.SET_DIFFICULTY, EventKind.FAILED,
                                  EventKind.RESUMED_FROM_CHECKPOINT)
-MARKER_COLOURS = {EventKind.PAUSE: "#d62728", EventKind.RESUME: "#2ca02c", EventKind.SET_DIFFICULTY: "#9467bd",
-                  EventKind.FAILED: "#000000", EventKind.RESUMED_FROM_CHECKPOINT: "#17becf"}
+MARKER_COLOURS: dict[str, str] = {
+    EventKind.PAUSE: "#d62728", EventKind.RESUME: "#2ca02c", EventKind.SET_DIFFICULTY: "#9467bd",
+    EventKind.FAILED: "#000000", EventKind.RESUMED_FROM_CHECKPOINT: "#17becf"}
 
 LABELS = {K.SUCCESS: "success (train)", K.EVAL_SUCCESS: "eval success", K.REWARD: "reward R",
           K.POSITIVE_FRACTION: "positive fraction", K.IN_BAND: "tasks in band", K.DIFFICULTY_MEAN: "pool mean",

@@ -72,7 +72,7 @@ class RunData:
         return sorted(self.columns)
 
     def tier_keys(self) -> list[str]:
-        return sorted((k for k in self.columns if K.tier_of(k) is not None), key=K.tier_of)
+        return sorted((k for k in self.columns if K.tier_of(k) is not None), key=lambda k: K.tier_of(k) or 0.0)
 
     def last(self, key: str) -> float | None:
         col = self.columns.get(key)

@@ -12,7 +12,7 @@ import contextlib
 from PySide6 import QtCore
 
 from rla_engine.client import EngineClient
-from rla_engine.vocabulary import LIVE, TaskStatus
+from rla_engine.vocabulary import LIVE, RunRow, TaskStatus
 
 POOL_EVERY_S = 1.0
 
@@ -29,7 +29,7 @@ class RunSession(QtCore.QObject):
         super().__init__(parent)
         self.client = client
         self.run_id: str | None = None
-        self.run: dict | None = None
+        self.run: RunRow | None = None
         self._task: asyncio.Task | None = None
         self._pool_task: asyncio.Task | None = None
         self._waiters: dict[str, asyncio.Task] = {}

@@ -7,7 +7,7 @@ from PySide6 import QtCore, QtWidgets
 
 def is_dark() -> bool:
     app = QtWidgets.QApplication.instance()
-    return bool(app) and app.styleHints().colorScheme() == QtCore.Qt.ColorScheme.Dark
+    return isinstance(app, QtWidgets.QApplication) and app.styleHints().colorScheme() == QtCore.Qt.ColorScheme.Dark
 
 
 def apply_plot_theme() -> None:

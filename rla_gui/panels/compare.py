@@ -151,7 +151,8 @@ class CompareWindow(QtWidgets.QWidget):
         table.setVerticalHeaderLabels(rows)
         for i in range(len(self.runs)):
             item = table.horizontalHeaderItem(i)
-            item.setForeground(QtGui.QBrush(QtGui.QColor(PALETTE[i % len(PALETTE)])))
+            if item is not None:
+                item.setForeground(QtGui.QBrush(QtGui.QColor(PALETTE[i % len(PALETTE)])))
 
     def _fill_config(self) -> None:
         flat = [flatten(r["config"]) for r, _ in self.runs]

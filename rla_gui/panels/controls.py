@@ -46,8 +46,8 @@ class ControlsPanel(QtWidgets.QWidget):
         self.resume_run_button.clicked.connect(self.resume_run_requested)
         row = QtWidgets.QHBoxLayout(self)
         row.setContentsMargins(4, 2, 4, 2)
-        for w in (self.pause_button, self.stop_button):
-            row.addWidget(w)
+        for button in (self.pause_button, self.stop_button):
+            row.addWidget(button)
         row.addSpacing(20)
         row.addWidget(QtWidgets.QLabel("difficulty"))
         for w in (self.slider, self.value_label, self.apply_button, self.auto_button, self.override_label):

@@ -218,7 +218,7 @@ def paint_arithmetic(p: QPainter, rect: QRectF, payload: dict, pal: QPalette) ->
 PAINTERS: dict[str, Painter] = {"gridworld": paint_gridworld, "arithmetic": paint_arithmetic}
 
 
-class EpisodeViewer(QWidget):
+class EpisodeViewPanel(QWidget):
     """Paints the last episode payload given to `show_episode`, scaled to the widget."""
 
     def __init__(self, parent: QWidget | None = None):
@@ -246,8 +246,8 @@ class EpisodeViewer(QWidget):
             pal = self.palette()
             rect = QRectF(self.rect()).adjusted(6, 6, -6, -6)
             p.fillRect(self.rect(), pal.color(QPalette.ColorRole.Base))
-            painter = PAINTERS.get(self._payload.get("family")) if self._payload else None
-            if painter is None:
+            painter = PAINTERS.get(str(self._payload.get("family"))) if self._payload else None
+            if painter is None or self._payload is None:
                 self._empty_state(p, rect, EMPTY_TEXT)
                 return
             try:

@@ -81,7 +81,7 @@ def summarize(event: dict) -> str:
     payload = event.get("payload")
     if not isinstance(payload, dict):
         payload = {}
-    fn = SUMMARIES.get(event.get("kind"))
+    fn = SUMMARIES.get(str(event.get("kind")))
     if fn is not None:
         with contextlib.suppress(KeyError, TypeError, ValueError):   # an odd payload falls back to its JSON
             return fn(payload)
@@ -145,7 +145,7 @@ class EventTableModel(ListTableModel):
         self.endResetModel()
 
 
-class EventTimelinePanel(QWidget):
+class EventLogPanel(QWidget):
     """The run's events, one line each; follows the newest unless the user scrolled up."""
 
     event_selected = Signal(dict)

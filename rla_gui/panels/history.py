@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import time
+from typing import cast
 
 from PySide6 import QtCore, QtGui, QtWidgets
 
@@ -95,7 +96,7 @@ class RunsFilter(QtCore.QSortFilterProxyModel):
     def filterAcceptsRow(self, row: int, parent) -> bool:
         if not self.text:
             return True
-        rec = self.sourceModel().rows[row]
+        rec = cast(RunsModel, self.sourceModel()).rows[row]
         if rec["id"] in self.extra_ids:
             return True
         hay = " ".join(str(rec.get(k) or "") for k in ("name", "status", "preset", "id", "notes", "tags")).lower()

@@ -123,7 +123,7 @@ class PoolTableModel(ListTableModel):
         self.layoutChanged.emit()
 
 
-class TaskPoolPanel(QWidget):
+class PoolTablePanel(QWidget):
     """A sortable table of the pool: slot, family, version, difficulty, last accuracy and the
     pending candidate (direction, difficulty)."""
 

@@ -23,7 +23,7 @@ TOML_FILTER = "TOML files (*.toml);;All files (*)"
 ERROR_STYLE = "color: #d32f2f;"
 
 
-class NewRunPanel(QWidget):
+class RunFormPanel(QWidget):
     """Emits `start_requested(config, preset name or "", run name)` with a validated Config."""
 
     start_requested = Signal(object, str, str)

@@ -43,16 +43,19 @@ def load_bundles(db_path: str | Path, run_ids: list[str]) -> list[dict]:
         store.close()
 
 
+def package_version(name: str) -> str | None:
+    """The installed version of a distribution, from its metadata (importing nothing)."""
+    try:
+        return metadata.version(name)
+    except metadata.PackageNotFoundError:
+        return None
+
+
 def environment_info() -> dict:
     """Python, platform and package versions of the machine that writes the report (never
     imports torch: versions come from the installed metadata). The device a run trained on is
     in its run row, not here."""
-    versions = {}
-    for name in PACKAGES:
-        try:
-            versions[name] = metadata.version(name)
-        except metadata.PackageNotFoundError:
-            versions[name] = None
+    versions: dict[str, str | None] = {name: package_version(name) for name in PACKAGES}
     return {"python": platform.python_version(), "implementation": platform.python_implementation(),
             "platform": platform.platform(), "machine": platform.machine(),
             "sqlite": sqlite3.sqlite_version, "packages": versions}

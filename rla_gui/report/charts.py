@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import sys
+from typing import cast
 
 # With no display (CI, a server) Qt must use the offscreen platform; decided before Qt loads.
 if sys.platform.startswith("linux") and not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")):
@@ -76,7 +77,7 @@ def ensure_app() -> QtWidgets.QApplication:
     app = QtWidgets.QApplication.instance()
     if app is None:
         app = _app = QtWidgets.QApplication(["rla-report"])
-    return app
+    return cast(QtWidgets.QApplication, app)
 
 
 # -- data ----------------------------------------------------------------------------------
@@ -100,7 +101,7 @@ def series(bundle: dict) -> Series:
 
 
 def tier_keys(data: Series) -> list[str]:
-    return sorted((k for k in data if K.tier_of(k) is not None), key=K.tier_of)
+    return sorted((k for k in data if K.tier_of(k) is not None), key=lambda k: K.tier_of(k) or 0.0)
 
 
 def envelope(x: np.ndarray, y: np.ndarray, reduce, bins: int = 400) -> tuple[np.ndarray, np.ndarray]:
@@ -133,7 +134,8 @@ def markers(bundle: dict) -> list[tuple[float, str]]:
 def variant_points(bundle: dict) -> tuple[list[tuple[float, float]], list[tuple[float, float]]]:
     """(iteration, difficulty) of accepted and rejected variants: from the decision events, or,
     where a bundle carries none, from the task rows (which keep every decided candidate)."""
-    acc, rej = [], []
+    acc: list[tuple[float, float]] = []
+    rej: list[tuple[float, float]] = []
     for e in bundle.get("events") or ():
         if e["kind"] in VARIANT_KINDS:
             d = (e.get("payload") or {}).get("difficulty")
@@ -241,8 +243,8 @@ class _Canvas:
         self.view.deleteLater()
         buf = QtCore.QBuffer()
         buf.open(QtCore.QIODevice.OpenModeFlag.WriteOnly)
-        img.save(buf, "PNG")
-        return bytes(buf.data())
+        img.save(buf, "PNG")    # type: ignore[call-overload]  # the stubs miss QIODevice
+        return bytes(buf.data().data())
 
     def chart(self, chart_id: str, title: str, note: str = "") -> Chart:
         if self.n_max >= SMOOTH_FROM:

@@ -34,7 +34,7 @@ import stat
 import tempfile
 from contextlib import contextmanager
 from pathlib import Path
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 
 from rla_engine.paths import fsync_path
 
@@ -236,7 +236,7 @@ def atomic_path(path: Path, force: bool) -> Iterator[Path]:
         yield tmp
 
 
-def write_atomic_many(files: dict[Path, bytes | str], force: bool) -> None:
+def write_atomic_many(files: Mapping[Path, bytes | str], force: bool) -> None:
     """Write several files as a group (str is written as UTF-8)."""
     paths = list(files)
     with atomic_paths(paths, force) as temps:

@@ -84,7 +84,8 @@ def data_uri(chart: C.Chart) -> str:
 
 class _Doc:
     def __init__(self, image: Callable[[C.Chart], str], qt: bool):
-        self.image, self.qt, self.parts = image, qt, []
+        self.image, self.qt = image, qt
+        self.parts: list[str] = []
         self.sections = 0
 
     def add(self, *markup: str) -> None:
@@ -211,7 +212,7 @@ def run_list(facts: list[S.Facts]) -> str:
 
 
 def tier_comparison_table(facts: list[S.Facts]) -> str:
-    tiers = sorted({k for f in facts for k in C.tier_keys(f.data)}, key=K.tier_of)
+    tiers = sorted({k for f in facts for k in C.tier_keys(f.data)}, key=lambda k: K.tier_of(k) or 0.0)
     rows = [[num(K.tier_of(k))] + [num(f.final(k)) for f in facts] for k in tiers]
     return table(["tier (last evaluation)"] + [S.run_label(f, i) for i, f in enumerate(facts)], rows, "tiers",
                  numeric=tuple(range(len(facts) + 1)))

@@ -30,7 +30,7 @@ def build_document(bundles: list[dict], environment: dict | None = None) -> QtGu
 
     markup = compose(bundles, environment, image=image, qt=True)
     for name, chart in images:   # resources first: setHtml resolves the <img> names as it parses
-        img = QtGui.QImage.fromData(chart.png, "PNG")
+        img = QtGui.QImage.fromData(chart.png, "PNG")  # type: ignore[arg-type]  # stubs: format is bytes
         doc.addResource(QtGui.QTextDocument.ResourceType.ImageResource, QtCore.QUrl(name), img)
     doc.setDefaultFont(QtGui.QFont("DejaVu Sans", 9))
     doc.setHtml(markup)

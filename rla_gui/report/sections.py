@@ -5,11 +5,8 @@ Every cell is built with escape.esc / num / value_text; nothing user-provided is
 from __future__ import annotations
 
 import json
-import platform
-import sys
 import time
 from collections import Counter
-from importlib import metadata
 
 import numpy as np
 
@@ -17,6 +14,7 @@ from rla_engine import metrics as K
 from rla_engine.vocabulary import VARIANT_KINDS, EventKind
 
 from . import charts as C
+from .bundle import environment_info, package_version
 from .escape import DASH, duration, esc, flatten, kv_table, num, table, value_text, when
 
 MAX_EVENT_ROWS = 2000      # a long run has tens of thousands of variant events; the file stays readable
@@ -30,10 +28,7 @@ SKIPPED_EVENTS = (EventKind.EPISODE,)   # trajectories for the episode viewer: l
 
 
 def version() -> str:
-    try:
-        return metadata.version("rlanything")
-    except metadata.PackageNotFoundError:
-        return "?"
+    return package_version("rlanything") or "?"
 
 
 def now() -> str:
@@ -243,7 +238,7 @@ def events_block(bundle: dict, max_rows: int = MAX_EVENT_ROWS, chunk: int = 0) -
            "an iteration's variant decisions share one row (the adaptation log has each).</p>")
     timeline = _timeline(events)
     rows: list = []
-    shown = timeline
+    shown: list[dict | None] = list(timeline)
     if len(timeline) > max_rows:     # the first and the last half: how it began and how it ended
         half = max_rows // 2
         shown = [*timeline[:half], None, *timeline[-half:]]
@@ -300,12 +295,12 @@ def adaptation_block(bundle: dict, max_rows: int = MAX_LOG_ROWS, chunk: int = 0)
     rows: list = []
     for t in sorted(variants, key=lambda t: (t["slot"], t["version"], t["uid"]))[:max_rows]:
         parent = parents.get((t["slot"], t["version"] - 1))
-        outcome = "override" if not t.get("direction") else OUTCOMES.get(t["status"], t["status"])
+        result = "override" if not t.get("direction") else OUTCOMES.get(t["status"], t["status"])
         diff = f"{num(parent['difficulty'])} → {num(t['difficulty'])}" if parent else num(t.get("difficulty"))
         rows.append([num(t["slot"]), f"v{num(t['version'])}",
                      f"{num(t.get('created_iteration'))} → {num(t.get('decided_iteration'))}",
                      esc(t.get("direction")), f"{num(t.get('prev_acc'), 2)} → {num(t.get('new_acc'), 2)}", diff,
-                     esc(outcome), critic_summary(t.get("critic_json"))])
+                     esc(result), critic_summary(t.get("critic_json"))])
     note = (f'<p class="muted">The first {max_rows:,} of {len(variants):,} variants are listed '
             "(the CSV and JSON exports hold them all).</p>" if len(variants) > max_rows else "")
     return ("<h3>Per slot</h3>"
@@ -342,20 +337,8 @@ def pool_table(bundle: dict) -> str:
 
 
 def local_environment() -> dict:
-    """Used when the caller passes no environment: bundle.environment_info if that module is
-    there, else the same facts from the interpreter and installed metadata (never torch itself)."""
-    try:
-        from .bundle import environment_info
-        return environment_info()
-    except ImportError:
-        pass
-    pk = {}
-    for dist in ("rlanything", "torch", "numpy", "PySide6", "pyqtgraph", "sqlite-utils", "qasync"):
-        try:
-            pk[dist] = metadata.version(dist)
-        except metadata.PackageNotFoundError:
-            pk[dist] = None
-    return {"python": sys.version.split()[0], "platform": platform.platform(), "packages": pk}
+    """Used when the caller passes no environment: the facts of this machine."""
+    return environment_info()
 
 
 def environment_block(facts: list[Facts], environment: dict | None) -> str:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Callable
 from typing import Any, ClassVar
 
 from PySide6.QtCore import QEvent, QObject, Qt, Signal
@@ -62,6 +63,12 @@ class FieldEditor(QObject):
         widget.setFocusPolicy(Qt.FocusPolicy.StrongFocus)
         widget.installEventFilter(self)
 
+    def value(self) -> Any:
+        raise NotImplementedError
+
+    def set_value(self, value: Any) -> None:
+        raise NotImplementedError
+
     def raw(self) -> Any:
         """What the user typed, for error messages when `value()` fails."""
         return self.value()
@@ -89,6 +96,8 @@ class FieldEditor(QObject):
 
 
 class IntEditor(FieldEditor):
+    widget: QSpinBox
+
     def __init__(self, key: str, f: dataclasses.Field):
         w = QSpinBox()
         meta = f.metadata
@@ -124,6 +133,8 @@ def _float_step(default: Any, lo: float, hi: float) -> float:
 
 
 class FloatEditor(FieldEditor):
+    widget: _TrimmedDoubleSpinBox
+
     def __init__(self, key: str, f: dataclasses.Field):
         w = _TrimmedDoubleSpinBox()
         meta = f.metadata
@@ -143,6 +154,8 @@ class FloatEditor(FieldEditor):
 
 
 class ChoiceEditor(FieldEditor):
+    widget: QComboBox
+
     def __init__(self, key: str, f: dataclasses.Field):
         w = QComboBox()
         choices = f.metadata["choices"]
@@ -165,6 +178,8 @@ class ChoiceEditor(FieldEditor):
 
 
 class BoolEditor(FieldEditor):
+    widget: QCheckBox
+
     def __init__(self, key: str, f: dataclasses.Field):
         w = QCheckBox()
         super().__init__(key, f, w)
@@ -178,6 +193,8 @@ class BoolEditor(FieldEditor):
 
 
 class ListEditor(FieldEditor):
+    widget: QLineEdit
+
     """Comma-separated items of the field's `item` type (float unless the metadata says otherwise)."""
 
     _KIND: ClassVar[dict[type, str]] = {float: "a number", int: "an integer", str: "text"}
@@ -215,6 +232,8 @@ class ListEditor(FieldEditor):
 
 
 class TextEditor(FieldEditor):
+    widget: QLineEdit
+
     def __init__(self, key: str, f: dataclasses.Field):
         super().__init__(key, f, QLineEdit())
         self.widget.textChanged.connect(self.changed)
@@ -226,14 +245,14 @@ class TextEditor(FieldEditor):
         self.widget.setText("" if value is None else str(value))
 
 
-_BY_TYPE: dict[str, type[FieldEditor]] = {
+_BY_TYPE: dict[str, Callable[[str, dataclasses.Field], FieldEditor]] = {
     "int": IntEditor, "float": FloatEditor, "bool": BoolEditor, "list": ListEditor, "str": TextEditor}
 
 
 def editor_for(key: str, field: dataclasses.Field) -> FieldEditor:
     """The editor for one config field, showing the field's default."""
     if "choices" in field.metadata:  # choices win over the type: a str with choices is a combo
-        cls: type[FieldEditor] = ChoiceEditor
+        cls: Callable[[str, dataclasses.Field], FieldEditor] = ChoiceEditor
     else:
         try:
             cls = _BY_TYPE[_type_name(field)]

@@ -34,7 +34,7 @@ class MetricCurve:
             item.setSkipFiniteCheck(True)
         self.raw_lod, self.smooth_lod = PeakPyramid(), PeakPyramid()
         self.smoothed = np.empty(0)
-        self.weight = None
+        self.weight: float | None = None
         self.done = 0                  # points already in the pyramids
         self.drawn: tuple | None = None
 
@@ -118,7 +118,8 @@ class MetricPlot(pg.PlotWidget):
         self.plotItem.addItem(self.readout, ignoreBounds=True)
         self.readout.hide()
         self.scene().sigMouseMoved.connect(self._hover)
-        self._last_x, self._drawn_state = None, None
+        self._last_x: tuple | None = None
+        self._drawn_state: tuple | None = None
         self.plotItem.vb.sigXRangeChanged.connect(lambda *_: self._view_changed())
 
     def add_curve(self, key: str, colour: str, dashed: bool = False, width: float = 2.0) -> MetricCurve:

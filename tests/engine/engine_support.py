@@ -4,9 +4,7 @@ import subprocess
 import sys
 import time
 
-TINY_SETS = ["task.pool_size=8", "rollout.tasks_per_iter=4", "rollout.rollouts_per_task=4",
-             "eval.tasks_per_tier=4", "eval.every=2", "policy.hidden=32", "judge.hidden=32"]
-TINY = [a for s in TINY_SETS for a in ("--set", s)]
+TINY = ["--preset", "tiny"]          # resources/presets/tiny.toml: seconds per run
 
 
 def spawn(db, *args):

@@ -9,8 +9,7 @@ import pytest
 from rla_engine import metrics as K
 from rla_engine.store import open_store
 
-TINY = ["--set", "task.pool_size=8", "--set", "rollout.tasks_per_iter=4", "--set", "rollout.rollouts_per_task=4",
-        "--set", "eval.tasks_per_tier=4", "--set", "eval.every=2"]
+TINY = ["--preset", "tiny"]
 
 
 def rla(*args, db=None, timeout=120):

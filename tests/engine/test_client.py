@@ -7,8 +7,6 @@ from rla_engine.client import EngineClient, EngineError
 from rla_engine.paths import log_path
 from rla_engine.store import Store
 
-TINY_SETS = ["task.pool_size=8", "rollout.tasks_per_iter=4", "rollout.rollouts_per_task=4",
-             "eval.tasks_per_tier=4", "eval.every=2", "policy.hidden=32", "judge.hidden=32"]
 
 
 async def until(predicate, timeout=60.0):
@@ -25,7 +23,7 @@ async def until(predicate, timeout=60.0):
 def test_start_watch_pause_override_resume_stop(tmp_path):
     async def scenario():
         client = EngineClient(tmp_path / "h.db")
-        cfg = C.build(sets=[*TINY_SETS, "run.iterations=2000"])
+        cfg = C.build(preset="tiny", sets=["run.iterations=2000"])
         run_id = await client.start(cfg, preset="quickstart", name="client test")
         keys, kinds = set(), []
 
@@ -65,7 +63,7 @@ def test_a_failing_engine_is_reported_with_the_tail_of_its_log(tmp_path):
         client = EngineClient(tmp_path / "h.db")
         try:
             # valid config, but this machine has no CUDA device: the engine exits 2 at start
-            await client.start(C.build(sets=[*TINY_SETS, "run.device=cuda"]))
+            await client.start(C.build(preset="tiny", sets=["run.device=cuda"]))
         except EngineError as e:
             return str(e)
         finally:
@@ -96,7 +94,7 @@ def test_a_run_that_finishes_between_two_polls_still_counts_as_started(tmp_path)
             return await real_db(fn, *args)
         client._db = slow_first_look
         try:
-            run_id = await client.start(C.build(sets=[*TINY_SETS, "run.iterations=2"]))
+            run_id = await client.start(C.build(preset="tiny", sets=["run.iterations=2"]))
             return await client.run(run_id)
         finally:
             await client.close()

@@ -17,7 +17,7 @@ from rla_engine.paths import checkpoints_dir
 from rla_engine.runner import Runner
 from rla_engine.store import open_store
 
-from engine_support import TINY, TINY_SETS, only_run, spawn, wait_for
+from engine_support import TINY, only_run, spawn, wait_for
 
 
 def comparable(store, run_id):
@@ -27,7 +27,7 @@ def comparable(store, run_id):
 
 def test_nan_loss_fails_the_run_and_keeps_history(tmp_path, monkeypatch):
     store = open_store(tmp_path / "h.db")
-    cfg = C.build(sets=[*TINY_SETS, "run.iterations=6"])
+    cfg = C.build(preset="tiny", sets=["run.iterations=6"])
     tr = Trainer(cfg, torch.device("cpu"))
     store.create_run("r", name="nan", preset="", config=cfg.to_dict(), device="cpu")
     real = type(tr.policy).log_prob

@@ -12,12 +12,10 @@ from rla_engine.loop.trainer import Trainer
 from rla_engine.models.networks import judge_input
 from rla_engine.tasks import family_names
 
-TINY = ["task.pool_size=8", "rollout.tasks_per_iter=4", "rollout.rollouts_per_task=4", "eval.tasks_per_tier=4",
-        "eval.every=2", "policy.hidden=32", "judge.hidden=32"]
 
 
 def tiny(*sets, family="gridworld"):
-    return C.build(sets=[f"task.family={family}", *TINY, *sets])
+    return C.build(preset="tiny", sets=[f"task.family={family}", *sets])
 
 
 def without_perf(m):

@@ -146,9 +146,8 @@ def test_when_the_disk_fills_the_reserve_is_given_up_to_record_the_failure(tmp_p
     from rla_engine import config as C
     from rla_engine.loop.trainer import Trainer
     from rla_engine.runner import Runner
-    from engine_support import TINY_SETS
     store = open_store(tmp_path / "h.db")
-    cfg = C.build(sets=[*TINY_SETS, "run.iterations=5"])
+    cfg = C.build(preset="tiny", sets=["run.iterations=5"])
     tr = Trainer(cfg, torch.device("cpu"))
     store.create_run("r", name="full", preset="", config=cfg.to_dict(), device="cpu")
     real_save, real_end = checkpoint.save, store.end_run
@@ -182,9 +181,8 @@ def test_a_failed_commit_names_the_iteration_that_was_not_stored(tmp_path, monke
     from rla_engine import config as C
     from rla_engine.loop.trainer import Trainer
     from rla_engine.runner import Runner
-    from engine_support import TINY_SETS
     store = open_store(tmp_path / "h.db")
-    cfg = C.build(sets=[*TINY_SETS, "run.iterations=5"])
+    cfg = C.build(preset="tiny", sets=["run.iterations=5"])
     tr = Trainer(cfg, torch.device("cpu"))
     store.create_run("r", name="x", preset="", config=cfg.to_dict(), device="cpu")
     real = store.commit_iteration
@@ -324,9 +322,8 @@ def test_database_checkpoints_and_logs_are_private(tmp_path):
 
         async def start():
             from rla_engine import config as C
-            from engine_support import TINY_SETS
             client = EngineClient(db)
-            run_id = await client.start(C.build(sets=[*TINY_SETS, "run.iterations=2"]))
+            run_id = await client.start(C.build(preset="tiny", sets=["run.iterations=2"]))
             await client.wait(run_id)
             await client.close()
             return run_id

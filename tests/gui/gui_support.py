@@ -1,8 +1,7 @@
 """Helpers shared by the GUI tests."""
 import asyncio
 
-TINY_SETS = ["task.pool_size=8", "rollout.tasks_per_iter=4", "rollout.rollouts_per_task=4",
-             "eval.tasks_per_tier=4", "eval.every=2", "policy.hidden=32", "judge.hidden=32"]
+TINY = ["--preset", "tiny"]          # resources/presets/tiny.toml: seconds per run
 
 
 

@@ -9,12 +9,12 @@ from rla_engine.store import open_store
 from rla_gui.main_window import MainWindow
 from rla_gui.panels.compare import config_differences
 
-from gui_support import TINY_SETS, until
+from gui_support import TINY, until
 
 
 def cli_run(db, name, *sets, group=None, iterations=3):
     args = [sys.executable, "-m", "rla_engine.cli", "run", "--db", str(db), "--iterations", str(iterations),
-            "--name", name, *[a for s in TINY_SETS + list(sets) for a in ("--set", s)]]
+            "--name", name, *TINY, *[a for s in sets for a in ("--set", s)]]
     if group:
         args += ["--group", group]
     return args

@@ -14,7 +14,7 @@ from rla_engine.paths import checkpoints_dir, log_path
 from rla_engine.store import open_store
 from rla_gui.main_window import MainWindow
 
-from gui_support import TINY_SETS, until
+from gui_support import TINY, until
 
 PANEL_KEYS = {"Policy reward": K.SUCCESS, "Reward-model agreement": K.OUTCOME_AGREEMENT, "μ balance": K.MU,
               "Task difficulty": K.DIFFICULTY_MEAN}
@@ -42,7 +42,7 @@ def curve_points(plot, key):
 
 def spawn_cli(db, *args):
     return subprocess.Popen([sys.executable, "-m", "rla_engine.cli", "run", "--db", str(db), *args,
-                             *[a for s in TINY_SETS for a in ("--set", s)]],
+                             *TINY],
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
 
 
@@ -66,7 +66,7 @@ def test_console_never_imports_torch(tmp_path):
 def test_start_watch_pause_override_resume_stop(window, drive, qtbot):
     async def scenario():
         form = window.run_form
-        cfg = C.build(sets=[*TINY_SETS, "run.iterations=5000"])
+        cfg = C.build(preset="tiny", sets=["run.iterations=5000"])
         form.load_config(cfg.to_dict())
         form.name_edit.setText("console e2e")
         assert form.start_button.isEnabled()
@@ -164,7 +164,7 @@ def test_engine_failure_is_shown_with_the_log_tail(window, drive):
         pytest.skip("needs a machine without CUDA")
 
     async def scenario():
-        window.run_form.load_config(C.build(sets=[*TINY_SETS, "run.device=cuda"]).to_dict())
+        window.run_form.load_config(C.build(preset="tiny", sets=["run.device=cuda"]).to_dict())
         window.run_form.start_button.click()
         await until(lambda: getattr(window, "_failure_box", None) is not None, what="failure dialog")
         return window._failure_box.detailedText()

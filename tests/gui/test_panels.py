@@ -11,12 +11,11 @@ from PySide6.QtGui import QColor, QImage
 
 from rla_engine.store import open_store
 from rla_gui.panels import episode_view as EV
-from rla_gui.panels.episode_view import EpisodeViewer
-from rla_gui.panels.event_log import EventTimelinePanel, summarize
-from rla_gui.panels.pool_table import TaskPoolPanel
+from rla_gui.panels.episode_view import EpisodeViewPanel
+from rla_gui.panels.event_log import EventLogPanel, summarize
+from rla_gui.panels.pool_table import PoolTablePanel
 
-TINY = ["--iterations", "3", "--set", "task.pool_size=8", "--set", "rollout.tasks_per_iter=4",
-        "--set", "rollout.rollouts_per_task=4", "--set", "eval.tasks_per_tier=4"]
+TINY = ["--iterations", "3", "--preset", "tiny"]
 
 
 @pytest.fixture(scope="module")
@@ -43,7 +42,7 @@ def runs(tmp_path_factory):
 
 # -- episode viewer ------------------------------------------------------------------------------
 def render(qtbot, payload, w=400, h=400) -> QImage:
-    qtbot.addWidget(viewer := EpisodeViewer())
+    qtbot.addWidget(viewer := EpisodeViewPanel())
     viewer.resize(w, h)
     viewer.show_episode(payload)
     return viewer.grab().toImage()
@@ -173,7 +172,7 @@ def pool_rows(runs) -> list[dict]:
 
 @pytest.fixture
 def pool(qtbot):
-    qtbot.addWidget(panel := TaskPoolPanel())
+    qtbot.addWidget(panel := PoolTablePanel())
     return panel
 
 
@@ -245,7 +244,7 @@ def test_pool_updates_keep_sort_scroll_and_selection(pool, qtbot):
 # -- event timeline ---------------------------------------------------------------------------
 @pytest.fixture
 def log(qtbot):
-    qtbot.addWidget(panel := EventTimelinePanel())
+    qtbot.addWidget(panel := EventLogPanel())
     return panel
 
 
@@ -312,7 +311,7 @@ def top_row(panel) -> int:
 
 
 def test_autoscroll_follows_the_newest_unless_the_user_scrolled_up(qtbot):
-    qtbot.addWidget(panel := EventTimelinePanel(max_rows=300))
+    qtbot.addWidget(panel := EventLogPanel(max_rows=300))
     shown(qtbot, panel, 500, 200)
     bar = panel.view.verticalScrollBar()
     panel.append(make_events(200))
@@ -350,13 +349,13 @@ import sys
 from PySide6.QtWidgets import QApplication
 app = QApplication([])
 from rla_engine.store import open_store
-from rla_gui.panels.episode_view import EpisodeViewer
-from rla_gui.panels.pool_table import TaskPoolPanel
-from rla_gui.panels.event_log import EventTimelinePanel
+from rla_gui.panels.episode_view import EpisodeViewPanel
+from rla_gui.panels.pool_table import PoolTablePanel
+from rla_gui.panels.event_log import EventLogPanel
 store = open_store({str(runs['gridworld']['db'])!r}, create=False)
 run = store.list_runs()[0]["id"]
 events = store.events(run)
-viewer, pool, log = EpisodeViewer(), TaskPoolPanel(), EventTimelinePanel()
+viewer, pool, log = EpisodeViewPanel(), PoolTablePanel(), EventLogPanel()
 viewer.show_episode([e for e in events if e["kind"] == "episode"][-1]["payload"])
 viewer.grab()
 pool.set_rows(store.tasks(run, ["active", "pending"]))

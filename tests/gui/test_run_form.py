@@ -17,7 +17,7 @@ from PySide6.QtWidgets import QCheckBox, QComboBox, QDoubleSpinBox, QFileDialog,
 
 from rla_engine.config import Config, merge, preset_data
 from rla_engine.tasks import family_names
-from rla_gui.panels.run_form import NewRunPanel
+from rla_gui.panels.run_form import RunFormPanel
 
 
 def _all_fields() -> dict[str, dataclasses.Field]:
@@ -28,13 +28,13 @@ def _all_fields() -> dict[str, dataclasses.Field]:
 
 
 @pytest.fixture
-def panel(qtbot) -> NewRunPanel:
-    p = NewRunPanel()
+def panel(qtbot) -> RunFormPanel:
+    p = RunFormPanel()
     qtbot.addWidget(p)
     return p
 
 
-def _invalid(panel: NewRunPanel) -> set[str]:
+def _invalid(panel: RunFormPanel) -> set[str]:
     return {k for k, e in panel.form.editors.items() if e.widget.property("invalid")}
 
 
@@ -200,7 +200,7 @@ def test_building_the_panel_does_not_import_torch():
         from PySide6.QtWidgets import QApplication
         import rla_gui.panels.run_form as run_form
         app = QApplication([])
-        panel = run_form.NewRunPanel()
+        panel = run_form.RunFormPanel()
         loaded = sorted(m for m in sys.modules if m == "torch" or m.startswith("torch."))
         print("editors", len(panel.form.editors), "torch", loaded, flush=True)
     """)

@@ -23,8 +23,7 @@ from rla_gui import report
 from rla_gui.report import ExportInputError, files, tabular
 from rla_gui.report.bundle import environment_info, load_bundles
 
-TINY = ["--set", "task.pool_size=8", "--set", "rollout.tasks_per_iter=4", "--set", "rollout.rollouts_per_task=4",
-        "--set", "eval.tasks_per_tier=4", "--set", "eval.every=2"]
+TINY = ["--preset", "tiny"]
 
 
 def rla(*args, timeout=120) -> subprocess.CompletedProcess:

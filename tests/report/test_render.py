@@ -31,8 +31,7 @@ from rla_gui.report.html import COMPARISON_SECTIONS, SECTIONS, render_html
 from rla_gui.report.pdf import build_document, write_pdf
 
 HOSTILE = '<script>alert(1)</script> "><img src=x onerror=alert(1)>'
-TINY = ["--iterations", "4", "--set", "task.pool_size=8", "--set", "rollout.tasks_per_iter=4",
-        "--set", "rollout.rollouts_per_task=4", "--set", "eval.tasks_per_tier=4", "--set", "eval.every=2"]
+TINY = ["--iterations", "4", "--preset", "tiny"]
 # label → (run name, --set overrides): the comparison must find exactly these two keys differing
 RUNS = {"hostile": (HOSTILE, []), "plain": ("plain-run-B", ["policy.lam=0.5"]), "third": ("run-C", ["judge.m=5"])}
 DIFFERING = {"policy.lam", "judge.m"}
