@@ -13,7 +13,8 @@ from pathlib import Path
 
 from . import config as C
 from . import metrics as K
-from .vocabulary import FINAL, LIVE, EventKind, TaskStatus
+from .summary import run_duration
+from .vocabulary import LIVE, EventKind, TaskStatus
 from .paths import UnsafeRunId, check_run_id, default_db_path
 from .store import BUNDLE_FORMAT, MULTI_FORMAT, StoreError, new_run_id, open_store
 
@@ -198,10 +199,10 @@ def _drive(store, run_id: str, trainer, target: int) -> int:
 # -- reading ------------------------------------------------------------------------------
 def _summary(store, run: dict) -> dict:
     latest = store.latest_metrics(run["id"])
-    end = run["ended_at"] or (run["heartbeat_at"] if run["status"] not in FINAL else None) or time.time()
+    duration = run_duration(run)
     return {"id": run["id"], "name": run["name"], "status": run["status"], "preset": run["preset"],
             "iteration": run["iteration"], "started_at": run["started_at"],
-            "duration_s": round(end - run["started_at"], 1) if run["started_at"] else None,
+            "duration_s": round(duration, 1) if duration is not None else None,
             **{k: latest.get(k) for k in SUMMARY_KEYS}}
 
 

@@ -28,6 +28,7 @@ import sqlite_utils
 from ..bundle import (BUNDLE_FORMAT, MULTI_FORMAT, TASK_COLUMNS,  # noqa: F401
                       BundleError, bundle_rows)
 from ..paths import RUN_ID_RE, UnsafeRunId, check_run_id  # noqa: F401
+from ..summary import run_duration
 from ..vocabulary import FINAL, LIVE, CommandRow, EventKind, EventRow, RunRow, Status, TaskRow
 from .liveness import engine_gone, pid_alive, process_start  # noqa: F401
 from .schema import (FTS_COLUMNS, MIGRATIONS, SCHEMA_VERSION, StoreError, WriteError,  # noqa: F401
@@ -397,8 +398,7 @@ class Store:
         rows: list[dict] = [dict(r) for r in self.list_runs(include_archived)]
         for r in rows:
             r.update(self.last_values(r["id"], keys))
-            end = r["ended_at"] or (r["heartbeat_at"] if r["status"] in LIVE else None) or now
-            r["duration"] = end - r["started_at"] if r["started_at"] else None
+            r["duration"] = run_duration(r, now)
         return rows
 
     def events(self, run_id: str, after_id: int = 0, kinds: Iterable[str] | None = None) -> list[EventRow]:

@@ -8,6 +8,7 @@ import pyqtgraph as pg
 from PySide6 import QtCore, QtGui, QtWidgets
 
 from rla_engine import metrics as K
+from rla_engine.summary import config_differences, flatten, run_duration
 
 from ..run_data import X_AXES, RunData
 from ..panel_spec import LOSSES, PALETTE, PANELS, Panel, short
@@ -15,24 +16,6 @@ from ..widgets.metric_plot import MetricCurve
 
 SUMMARY = [(K.SUCCESS, "max"), (K.EVAL_SUCCESS, "max"), (K.OUTCOME_AGREEMENT, "max"),
            (K.PROCESS_AGREEMENT, "max"), (K.MU, "max"), (K.DIFFICULTY_MEAN, "max")]
-
-
-def flatten(config: dict, prefix: str = "") -> dict[str, object]:
-    out = {}
-    for k, v in config.items():
-        key = f"{prefix}{k}"
-        if isinstance(v, dict):
-            out.update(flatten(v, key + "."))
-        else:
-            out[key] = v
-    return out
-
-
-def config_differences(configs: list[dict]) -> list[str]:
-    """Dotted keys whose values are not the same in every config (a key missing counts as differing)."""
-    flat = [flatten(c) for c in configs]
-    keys = sorted(set().union(*flat))
-    return [k for k in keys if len({json.dumps(f.get(k), sort_keys=True) for f in flat}) > 1]
 
 
 def summarise(data: RunData, run: dict) -> dict[str, float | None]:
@@ -49,8 +32,8 @@ def summarise(data: RunData, run: dict) -> dict[str, float | None]:
         col = data.columns.get(key)
         out[f"{short(key)} variants"] = float(col.val[: col.n].sum()) if col is not None else None
     out["env steps"] = data.last(K.ENV_STEPS)
-    end = run.get("ended_at") or run.get("heartbeat_at")
-    out["wall time (s)"] = round(end - run["started_at"], 1) if end and run.get("started_at") else None
+    duration = run_duration(run)
+    out["wall time (s)"] = round(duration, 1) if duration is not None else None
     return out
 
 

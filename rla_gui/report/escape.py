@@ -77,18 +77,6 @@ def value_text(v: Any, limit: int = 300) -> str:
     return esc(s)
 
 
-def flatten(d: dict, prefix: str = "") -> dict[str, Any]:
-    """{"policy": {"lam": 1}} → {"policy.lam": 1}; lists stay values."""
-    out: dict[str, Any] = {}
-    for k, v in d.items():
-        key = f"{prefix}{k}"
-        if isinstance(v, dict) and v:
-            out.update(flatten(v, key + "."))
-        else:
-            out[key] = v
-    return out
-
-
 # -- markup helpers: cells are markup already (built from esc/num), never raw user text ---------
 def table(head: list[str] | None, rows, cls: str = "", numeric: tuple[int, ...] = (), chunk: int = 0,
           wide: bool = False) -> str:

@@ -11,15 +11,15 @@ payloads, errors, config values) reaches the markup through escape.esc / value_t
 from __future__ import annotations
 
 import base64
-import json
 from collections import Counter
 from collections.abc import Callable
 
 from rla_engine import metrics as K
+from rla_engine.summary import config_differences, flatten
 
 from . import charts as C
 from . import sections as S
-from .escape import DASH, duration, esc, flatten, kv_table, num, table, value_text, when
+from .escape import DASH, duration, esc, kv_table, num, table, value_text, when
 
 CSS = """
 body{font:14px/1.45 "Segoe UI",Roboto,"DejaVu Sans",Arial,sans-serif;color:#222;margin:0;background:#eef0f3}
@@ -218,24 +218,12 @@ def tier_comparison_table(facts: list[S.Facts]) -> str:
                  numeric=tuple(range(len(facts) + 1)))
 
 
-def _flat_configs(facts: list[S.Facts]) -> tuple[list[dict], list[str]]:
-    flats = [flatten(f.config) for f in facts]
-    keys = list(dict.fromkeys(k for fl in flats for k in fl))
-    return flats, keys
-
-
-def _differs(flats: list[dict], key: str) -> bool:
-    vals = {json.dumps(fl[key], sort_keys=True, default=str) if key in fl else None for fl in flats}
-    return len(vals) > 1
-
-
 def differing_keys(facts: list[S.Facts]) -> list[str]:
-    flats, keys = _flat_configs(facts)
-    return [k for k in keys if _differs(flats, k)]
+    return config_differences([f.config for f in facts])
 
 
 def config_diff_table(facts: list[S.Facts]) -> str:
-    flats, _ = _flat_configs(facts)
+    flats = [flatten(f.config) for f in facts]
     keys = differing_keys(facts)
     if not keys:
         return '<p class="muted">The runs share one configuration.</p>'
@@ -245,12 +233,14 @@ def config_diff_table(facts: list[S.Facts]) -> str:
 
 
 def config_table_multi(facts: list[S.Facts]) -> str:
-    flats, keys = _flat_configs(facts)
+    flats = [flatten(f.config) for f in facts]
+    keys = list(dict.fromkeys(k for fl in flats for k in fl))
+    differing = set(config_differences([f.config for f in facts]))
     head = ["key"] + [S.run_label(f, i) for i, f in enumerate(facts)]
     rows = []
     for k in keys:
         cells = [value_text(fl[k]) if k in fl else DASH for fl in flats]
-        if _differs(flats, k):    # the keys that make the runs different stand out
+        if k in differing:    # the keys that make the runs different stand out
             cells = [f"<b>{c}</b>" for c in cells]
         rows.append([f"<code>{esc(k)}</code>", *cells])
     return ('<p class="muted">Values that differ between the runs are in bold.</p>'

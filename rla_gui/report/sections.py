@@ -11,11 +11,12 @@ from collections import Counter
 import numpy as np
 
 from rla_engine import metrics as K
+from rla_engine.summary import flatten, run_duration
 from rla_engine.vocabulary import VARIANT_KINDS, EventKind
 
 from . import charts as C
 from .bundle import environment_info, package_version
-from .escape import DASH, duration, esc, flatten, kv_table, num, table, value_text, when
+from .escape import DASH, duration, esc, kv_table, num, table, value_text, when
 
 MAX_EVENT_ROWS = 2000      # a long run has tens of thousands of variant events; the file stays readable
 MAX_LOG_ROWS = 2000
@@ -76,9 +77,7 @@ class Facts:
         return float(sum(r.get("wall_s") or 0.0 for r in self.bundle.get("iterations") or ()))
 
     def duration(self) -> float | None:
-        r = self.run
-        end = r.get("ended_at") or r.get("heartbeat_at")
-        return end - r["started_at"] if end and r.get("started_at") else None
+        return run_duration(self.run)
 
     def target(self):
         return (self.config.get("run") or {}).get("iterations")

@@ -7,7 +7,7 @@ from PySide6 import QtCore
 
 from rla_engine.store import open_store
 from rla_gui.main_window import MainWindow
-from rla_gui.panels.compare import config_differences
+from rla_engine.summary import config_differences
 
 from gui_support import TINY, until
 

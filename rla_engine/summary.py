@@ -1,0 +1,46 @@
+"""What a run amounts to, computed one way for every place that shows it (`rla runs`/`show`,
+the history table, the comparison, the report): its duration and how its configuration differs
+from other runs'. Pure Python over run rows and config dicts."""
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from .vocabulary import LIVE
+
+
+def run_duration(run: Mapping[str, Any], now: float | None = None) -> float | None:
+    """Seconds from start to end. A live run ends, so far, at its last heartbeat (now before its
+    first); a finished one at `ended_at` (its last heartbeat where an older version left that
+    empty). None for a run that never started."""
+    started = run.get("started_at")
+    if not started:
+        return None
+    if run.get("status") in LIVE:
+        end = run.get("heartbeat_at") or (time.time() if now is None else now)
+    else:
+        end = run.get("ended_at") or run.get("heartbeat_at")
+    return end - started if end else None
+
+
+def flatten(config: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    """{"policy": {"lam": 1}} → {"policy.lam": 1}; lists stay values; an empty section stays {}."""
+    out: dict[str, Any] = {}
+    for k, v in config.items():
+        key = f"{prefix}{k}"
+        if isinstance(v, Mapping) and v:
+            out.update(flatten(v, key + "."))
+        else:
+            out[key] = v
+    return out
+
+
+def config_differences(configs: list[Mapping[str, Any]]) -> list[str]:
+    """Dotted keys whose values are not the same in every config (a key missing counts as
+    differing), sorted: sections together, in the same order in every table."""
+    flat = [flatten(c) for c in configs]
+    keys = sorted(set().union(*flat)) if flat else []
+    return [k for k in keys
+            if len({json.dumps(f[k], sort_keys=True, default=str) if k in f else None for f in flat}) > 1]

@@ -1,0 +1,20 @@
+"""One rule for a run's duration and its config differences, whoever shows them."""
+from rla_engine.summary import config_differences, run_duration
+
+
+def test_duration_of_live_finished_and_never_started_runs():
+    live = {"status": "running", "started_at": 100.0, "heartbeat_at": 160.0, "ended_at": None}
+    assert run_duration(live, now=999.0) == 60.0                       # to its last heartbeat
+    assert run_duration({**live, "heartbeat_at": None}, now=130.0) == 30.0   # none yet: to now
+    done = {"status": "completed", "started_at": 100.0, "heartbeat_at": 170.0, "ended_at": 175.0}
+    assert run_duration(done, now=999.0) == 75.0
+    old = {**done, "status": "crashed", "ended_at": None}              # an older version left it empty
+    assert run_duration(old, now=999.0) == 70.0
+    assert run_duration({"status": "running", "started_at": None}) is None
+
+
+def test_config_differences_count_a_missing_key_and_nested_values():
+    a = {"task": {"family": "gridworld"}, "eval": {"tiers": [0.1, 0.5]}}
+    b = {"task": {"family": "gridworld"}, "eval": {"tiers": [0.1, 0.9]}, "extra": {"x": None}}
+    assert config_differences([a, b]) == ["eval.tiers", "extra.x"]
+    assert config_differences([a, a]) == []
