@@ -13,12 +13,11 @@ from pathlib import Path
 
 from . import config as C
 from . import metrics as K
-from .summary import run_duration
+from .summary import SUMMARY_KEYS, run_duration
 from .vocabulary import LIVE, EventKind, TaskStatus
 from .paths import UnsafeRunId, check_run_id, default_db_path
 from .store import BUNDLE_FORMAT, MULTI_FORMAT, StoreError, new_run_id, open_store
 
-SUMMARY_KEYS = (K.SUCCESS, K.EVAL_SUCCESS, K.MU, K.DIFFICULTY_MEAN)
 # The engine waits this long for another process's write lock before its commit fails the run:
 # long enough for any reader's write or a backup, bounded so that a hung writer is reported.
 ENGINE_LOCK_WAIT_S = 300.0

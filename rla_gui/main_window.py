@@ -10,8 +10,8 @@ from typing import ClassVar, cast
 from PySide6 import QtCore, QtGui, QtWidgets
 
 from rla_engine import config as C
-from rla_engine import metrics as K
 from rla_engine.client import EngineClient
+from rla_engine.summary import SUMMARY_KEYS
 from rla_engine.vocabulary import LIVE, CommandKind, EventKind
 
 from .panels.controls import ControlsPanel
@@ -30,7 +30,6 @@ HISTORY_EVERY_S = 2.0
 SHORTCUTS = [("Space", "Pause / resume the open run"), ("Ctrl+N", "New run"), ("Ctrl+F", "Find a run in the history"),
              ("Ctrl+E", "Export the selected runs (HTML, PDF, CSV, JSON)"),
              ("Ctrl+O", "Open a database"), ("Ctrl+Q", "Quit")]
-SUMMARY_KEYS = [K.SUCCESS, K.EVAL_SUCCESS, K.MU, K.DIFFICULTY_MEAN]
 
 
 class MainWindow(QtWidgets.QMainWindow):
@@ -208,7 +207,7 @@ class MainWindow(QtWidgets.QMainWindow):
             await asyncio.sleep(HISTORY_EVERY_S)
 
     async def refresh_history(self) -> None:
-        rows = await self.session.client.run_summaries(SUMMARY_KEYS, self.history.show_archived.isChecked())
+        rows = await self.session.client.run_summaries(list(SUMMARY_KEYS), self.history.show_archived.isChecked())
         self.history.set_runs(rows)
 
     # -- actions -----------------------------------------------------------------------------

@@ -14,6 +14,7 @@ import os
 import sys
 import time
 
+from ..headless import ensure_offscreen
 from . import FORMATS, ExportInputError, export
 
 PROG = "rla export"
@@ -33,14 +34,6 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--force", action="store_true", help="overwrite existing files")
     p.add_argument("--db", help="database file (default: $RLA_DB or the user data dir)")
     return p
-
-
-def ensure_offscreen() -> None:
-    """Qt needs a display unless told otherwise; with none, render offscreen. An explicit
-    QT_QPA_PLATFORM wins. Must run before the first Qt import."""
-    if sys.platform.startswith(("linux", "freebsd", "openbsd", "netbsd")) \
-            and not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")):
-        os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
 
 def _one_line(message: object) -> str:

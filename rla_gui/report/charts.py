@@ -11,13 +11,11 @@ Qt's rich-text label rendering.
 """
 from __future__ import annotations
 
-import os
-import sys
 from typing import cast
 
-# With no display (CI, a server) Qt must use the offscreen platform; decided before Qt loads.
-if sys.platform.startswith("linux") and not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")):
-    os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+from ..headless import ensure_offscreen
+
+ensure_offscreen()      # before Qt loads
 
 from dataclasses import dataclass, field
 
