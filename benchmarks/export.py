@@ -23,14 +23,14 @@ import tempfile
 import time
 from pathlib import Path
 
-from rla_engine import metrics as K
+from rla_engine import metrics
 from rla_engine.store import open_store
 
 TARGET_S = {"csv": 1.0, "json": None, "html": 3.0, "pdf": 3.0}
 
 
 def metric_keys() -> list[str]:
-    return sorted({v for k, v in vars(K).items() if k.isupper() and isinstance(v, str) and "/" in v
+    return sorted({v for k, v in vars(metrics).items() if k.isupper() and isinstance(v, str) and "/" in v
                    and not v.endswith(("@", "/"))})
 
 
@@ -43,9 +43,9 @@ def build(db: Path, rows: int, seed: int = 0) -> str:
     s.create_run(run_id, name="export benchmark", preset="quickstart", config={"task": {"family": "gridworld"}},
                  device="cpu")
     t0 = time.time() - n_iter
-    metrics = ((it, k, rng.random(), t0 + it) for it in range(1, n_iter + 1) for k in keys)
-    metrics = (m for _, m in zip(range(rows), metrics))
-    s.insert_history(run_id, metrics, ((it, t0 + it, 512 * it, 0.05) for it in range(1, n_iter + 1)))
+    rows_all = ((it, k, rng.random(), t0 + it) for it in range(1, n_iter + 1) for k in keys)
+    metric_rows = (m for _, m in zip(range(rows), rows_all))
+    s.insert_history(run_id, metric_rows, ((it, t0 + it, 512 * it, 0.05) for it in range(1, n_iter + 1)))
     episode = {"family": "gridworld", "slot": 0, "success": False,
                "task": {"size": 5, "walls": ["....."] * 5, "start": [4, 3], "goal": [3, 2], "budget": 7},
                "info": [[4, 3, 1, 0, 1, 0]] * 7, "verdicts": [[-1, 1, 1]] * 7, "oracle": [-1, 1, -1, 1, -1, 1, -1]}

@@ -20,13 +20,13 @@ import qasync
 from PySide6 import QtCore
 
 from rla_engine import config as C
-from rla_engine import metrics as K
+from rla_engine import metrics
 from rla_engine.store import open_store
 from rla_gui.panel_spec import DRAWN_KEYS
 from rla_gui.app import build_app
 from rla_gui.main_window import MainWindow
 
-HISTORY_KEYS = [k for k in DRAWN_KEYS if k != K.EVAL_SUCCESS] + [K.ENV_STEPS, K.ITERATION_S]
+HISTORY_KEYS = [k for k in DRAWN_KEYS if k != metrics.EVAL_SUCCESS] + [metrics.ENV_STEPS, metrics.ITERATION_S]
 
 
 def pct(xs, q):
@@ -67,9 +67,9 @@ def make_history(db: Path, n: int) -> str:
     t = 1.7e9 + its * 0.05
     walk = lambda: np.clip(0.5 + np.cumsum(rng.normal(0, 0.002, n)), 0, 1)   # noqa: E731
     cols = {k: walk() for k in HISTORY_KEYS}
-    cols[K.ENV_STEPS] = its * 2000.0
+    cols[metrics.ENV_STEPS] = its * 2000.0
     rows = ((int(i), k, float(cols[k][i - 1]), float(t[i - 1])) for k in HISTORY_KEYS for i in its)
-    evals = ((int(i), K.EVAL_SUCCESS, float(cols[K.SUCCESS][i - 1]), float(t[i - 1])) for i in its[9::10])
+    evals = ((int(i), metrics.EVAL_SUCCESS, float(cols[metrics.SUCCESS][i - 1]), float(t[i - 1])) for i in its[9::10])
     store.insert_history("big", rows, ((int(i), float(t[i - 1]), int(i) * 2000, 0.05) for i in its))
     store.insert_history("big", evals, [])
     store.set_status("big", "completed")

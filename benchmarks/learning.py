@@ -17,11 +17,11 @@ import tempfile
 import time
 from pathlib import Path
 
-from rla_engine import metrics as K
+from rla_engine import metrics
 from rla_engine.store import open_store
 
-COLUMNS = (K.SUCCESS, K.EVAL_SUCCESS, K.eval_tier_key(0.5), K.MU, K.PROCESS_AGREEMENT, K.OUTCOME_AGREEMENT,
-           K.DIFFICULTY_MEAN, K.IN_BAND, K.ENV_STEPS)
+COLUMNS = (metrics.SUCCESS, metrics.EVAL_SUCCESS, metrics.eval_tier_key(0.5), metrics.MU, metrics.PROCESS_AGREEMENT,
+           metrics.OUTCOME_AGREEMENT, metrics.DIFFICULTY_MEAN, metrics.IN_BAND, metrics.ENV_STEPS)
 
 
 def window_mean(series: dict[int, float], upto: int, n: int = 10) -> float | None:
@@ -44,23 +44,25 @@ def report(store, run_id: str, wall: float) -> dict:
         it = max(10, round(frac * last / 10) * 10) if frac < 1 else last
         row = []
         for k in COLUMNS:
-            v = last_value(by_key[k], it) if k.startswith("eval/") or k == K.ENV_STEPS else window_mean(by_key[k], it)
-            row.append("-" if v is None else (f"{v:,.0f}" if k == K.ENV_STEPS else f"{v:.3f}"))
+            latest = k.startswith("eval/") or k == metrics.ENV_STEPS
+            v = last_value(by_key[k], it) if latest else window_mean(by_key[k], it)
+            row.append("-" if v is None else (f"{v:,.0f}" if k == metrics.ENV_STEPS else f"{v:.3f}"))
         print(f"{it:>6} {times[it] - t0:>6.0f} " + " ".join(f"{c:>12}" for c in row))
     first = lambda k: window_mean(by_key[k], 10)    # noqa: E731 — the first 10 iterations
     final = {k: window_mean(by_key[k], last) for k in COLUMNS}
-    final[K.eval_tier_key(0.5)] = last_value(by_key[K.eval_tier_key(0.5)], last)
+    final[metrics.eval_tier_key(0.5)] = last_value(by_key[metrics.eval_tier_key(0.5)], last)
     checks = {
-        "eval/success@0.5 ≥ 0.6": final[K.eval_tier_key(0.5)] >= 0.6,
-        "difficulty_mean rising": final[K.DIFFICULTY_MEAN] > first(K.DIFFICULTY_MEAN),
-        "mu ≥ 1.2": final[K.MU] >= 1.2,
-        "process_agreement ≥ 0.65": final[K.PROCESS_AGREEMENT] >= 0.65,
-        "process_agreement rising": final[K.PROCESS_AGREEMENT] > first(K.PROCESS_AGREEMENT),
+        "eval/success@0.5 ≥ 0.6": final[metrics.eval_tier_key(0.5)] >= 0.6,
+        "difficulty_mean rising": final[metrics.DIFFICULTY_MEAN] > first(metrics.DIFFICULTY_MEAN),
+        "mu ≥ 1.2": final[metrics.MU] >= 1.2,
+        "process_agreement ≥ 0.65": final[metrics.PROCESS_AGREEMENT] >= 0.65,
+        "process_agreement rising": final[metrics.PROCESS_AGREEMENT] > first(metrics.PROCESS_AGREEMENT),
         "within 300 s": wall <= 300,
     }
-    print(f"final (mean of last 10 iterations): eval@0.5 {final[K.eval_tier_key(0.5)]:.3f}, "
-          f"difficulty {first(K.DIFFICULTY_MEAN):.3f} -> {final[K.DIFFICULTY_MEAN]:.3f}, μ {final[K.MU]:.3f}, "
-          f"process agreement {first(K.PROCESS_AGREEMENT):.3f} -> {final[K.PROCESS_AGREEMENT]:.3f}, "
+    print(f"final (mean of last 10 iterations): eval@0.5 {final[metrics.eval_tier_key(0.5)]:.3f}, "
+          f"difficulty {first(metrics.DIFFICULTY_MEAN):.3f} -> {final[metrics.DIFFICULTY_MEAN]:.3f}, "
+          f"μ {final[metrics.MU]:.3f}, "
+          f"process agreement {first(metrics.PROCESS_AGREEMENT):.3f} -> {final[metrics.PROCESS_AGREEMENT]:.3f}, "
           f"wall {wall:.0f} s, {last} iterations")
     print("targets: " + ", ".join(f"{name} {'OK' if ok else 'MISSED'}" for name, ok in checks.items()))
     return checks

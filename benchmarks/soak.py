@@ -27,13 +27,13 @@ from fault_support import (ROOT, Engine, Verdict, committed, connect, half_itera
                            rla, rss_mb, run_row, slope_per_min, start_console, stop_console, table, tiny)
 
 from rla_engine import checkpoint
-from rla_engine import metrics as K
+from rla_engine import metrics
 from rla_engine.paths import checkpoints_dir
 from rla_engine.store import open_store
 from rla_gui.panel_spec import DRAWN_KEYS
 
-HISTORY_KEYS = sorted({k for k in DRAWN_KEYS if k != K.EVAL_SUCCESS}
-                      | {K.ENV_STEPS, K.ITERATION_S})
+HISTORY_KEYS = sorted({k for k in DRAWN_KEYS if k != metrics.EVAL_SUCCESS}
+                      | {metrics.ENV_STEPS, metrics.ITERATION_S})
 APPLY_WITHIN_S = 15.0
 
 
@@ -50,8 +50,8 @@ def make_history(db: Path, n: int, say) -> str:
     its = np.arange(4, n + 1)
     ts = t - (n - its) * 0.05
     cols = {k: np.clip(0.5 + np.cumsum(rng.normal(0, 0.002, len(its))), 0, 1) for k in HISTORY_KEYS}
-    cols[K.ENV_STEPS] = its * 256.0
-    cols[K.ITERATION_S] = np.full(len(its), 0.05)
+    cols[metrics.ENV_STEPS] = its * 256.0
+    cols[metrics.ITERATION_S] = np.full(len(its), 0.05)
     # keys the real 3 iterations did not all store (a loss needs an update first) are filled in too,
     # so that every curve holds at least n points
     have = {(it, k) for it, k in store.db.execute("SELECT iteration, key FROM metrics WHERE run_id = ?", [run_id])}

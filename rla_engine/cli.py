@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 from . import config as C
-from . import metrics as K
+from . import metrics
 from .summary import SUMMARY_KEYS, run_duration
 from .vocabulary import LIVE, EventKind, TaskStatus
 from .paths import UnsafeRunId, check_run_id, default_db_path
@@ -216,8 +216,8 @@ def cmd_runs(a) -> int:
     print(head)
     for r in rows:
         f = lambda k, r=r: "  -  " if r[k] is None else f"{r[k]:5.2f}"   # noqa: E731
-        print(f"{r['id']:<22} {r['status']:<9} {r['iteration']:>6} {f(K.SUCCESS):>7} {f(K.EVAL_SUCCESS)} "
-              f"{f(K.MU)} {f(K.DIFFICULTY_MEAN)}  {r['name']}")
+        print(f"{r['id']:<22} {r['status']:<9} {r['iteration']:>6} {f(metrics.SUCCESS):>7} {f(metrics.EVAL_SUCCESS)} "
+              f"{f(metrics.MU)} {f(metrics.DIFFICULTY_MEAN)}  {r['name']}")
     return 0
 
 
@@ -246,7 +246,7 @@ def cmd_show(a) -> int:
     if config_error:
         print(f"  config: {config_error}")
     for k in sorted(info["latest"]):
-        if not k.startswith(K.TIMING_PREFIX):
+        if not k.startswith(metrics.TIMING_PREFIX):
             print(f"  {k:<26} {info['latest'][k]:.4g}")
     active = [t for t in info["pool"] if t["status"] == TaskStatus.ACTIVE]
     pending = len(info["pool"]) - len(active)

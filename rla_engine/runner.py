@@ -17,7 +17,7 @@ from pathlib import Path
 from collections.abc import Callable
 
 from . import checkpoint
-from . import metrics as K
+from . import metrics
 from .loop.ppo import NonFiniteError
 from .loop.trainer import IterationResult, Trainer
 from .paths import checkpoints_dir, claim
@@ -234,10 +234,11 @@ class Runner:
         rate = 1.0 / max(now - self._last_time, 1e-9)
         self._last_time = now
         m = r.metrics
-        self._last_eval = ev = m.get(K.EVAL_SUCCESS, self._last_eval)
+        self._last_eval = ev = m.get(metrics.EVAL_SUCCESS, self._last_eval)
 
         def fmt(key, value=None):
             v = m.get(key) if value is None else value
             return "  -  " if v is None else f"{v:5.2f}"
-        return (f"it {r.iteration:>5}/{self.target}  success {fmt(K.SUCCESS)}  eval {fmt(K.EVAL_SUCCESS, ev)}  "
-                f"μ {fmt(K.MU)}  difficulty {fmt(K.DIFFICULTY_MEAN)}  {rate:5.1f} it/s")
+        return (f"it {r.iteration:>5}/{self.target}  success {fmt(metrics.SUCCESS)}  "
+                f"eval {fmt(metrics.EVAL_SUCCESS, ev)}  "
+                f"μ {fmt(metrics.MU)}  difficulty {fmt(metrics.DIFFICULTY_MEAN)}  {rate:5.1f} it/s")

@@ -8,11 +8,11 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from . import metrics as K
+from . import metrics
 from .vocabulary import LIVE
 
 # The headline values of a run: the columns of `rla runs` and of the console's history table.
-SUMMARY_KEYS = (K.SUCCESS, K.EVAL_SUCCESS, K.MU, K.DIFFICULTY_MEAN)
+SUMMARY_KEYS = (metrics.SUCCESS, metrics.EVAL_SUCCESS, metrics.MU, metrics.DIFFICULTY_MEAN)
 
 
 def run_duration(run: Mapping[str, Any], now: float | None = None) -> float | None:

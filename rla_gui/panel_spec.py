@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from rla_engine import metrics as K
+from rla_engine import metrics
 from rla_engine.vocabulary import EventKind
 
 
@@ -22,13 +22,16 @@ class Panel:
     band: tuple[str, str] | None = None   # (low, high) drawn as a shaded band behind the curves
 
 
-POLICY = Panel("policy", "Policy reward", (K.SUCCESS, K.EVAL_SUCCESS, K.REWARD))
+POLICY = Panel("policy", "Policy reward", (metrics.SUCCESS, metrics.EVAL_SUCCESS, metrics.REWARD))
 AGREEMENT = Panel("agreement", "Reward-model agreement",
-                  (K.OUTCOME_AGREEMENT, K.PROCESS_AGREEMENT, K.UNANIMITY, K.PRECISION, K.PRECISION_BOUND),
-                  dashed=(K.PRECISION_BOUND,))
-BALANCE = Panel("balance", "μ balance", (K.MU, K.P_PLUS, K.P_MINUS, K.POSITIVE_FRACTION, K.IN_BAND))
-DIFFICULTY = Panel("difficulty", "Task difficulty", (K.DIFFICULTY_MEAN,), band=(K.DIFFICULTY_MIN, K.DIFFICULTY_MAX))
-LOSSES = Panel("losses", "Losses", (K.LOSS_POLICY, K.LOSS_JUDGE, K.LOSS_KL))
+                  (metrics.OUTCOME_AGREEMENT, metrics.PROCESS_AGREEMENT, metrics.UNANIMITY, metrics.PRECISION,
+                   metrics.PRECISION_BOUND),
+                  dashed=(metrics.PRECISION_BOUND,))
+BALANCE = Panel("balance", "μ balance",
+                (metrics.MU, metrics.P_PLUS, metrics.P_MINUS, metrics.POSITIVE_FRACTION, metrics.IN_BAND))
+DIFFICULTY = Panel("difficulty", "Task difficulty", (metrics.DIFFICULTY_MEAN,),
+                   band=(metrics.DIFFICULTY_MIN, metrics.DIFFICULTY_MAX))
+LOSSES = Panel("losses", "Losses", (metrics.LOSS_POLICY, metrics.LOSS_JUDGE, metrics.LOSS_KL))
 PANELS = (POLICY, AGREEMENT, BALANCE, DIFFICULTY, LOSSES)
 
 # Every key a panel draws (the held-out tiers come and go with the run's config).
@@ -44,16 +47,17 @@ MARKER_COLOURS: dict[str, str] = {
     EventKind.PAUSE: "#d62728", EventKind.RESUME: "#2ca02c", EventKind.SET_DIFFICULTY: "#9467bd",
     EventKind.FAILED: "#000000", EventKind.RESUMED_FROM_CHECKPOINT: "#17becf"}
 
-LABELS = {K.SUCCESS: "success (train)", K.EVAL_SUCCESS: "eval success", K.REWARD: "reward R",
-          K.POSITIVE_FRACTION: "positive fraction", K.IN_BAND: "tasks in band", K.DIFFICULTY_MEAN: "pool mean",
-          K.PRECISION_BOUND: "precision bound (Thm 1)", K.MU: "μ", K.P_PLUS: "p₊", K.P_MINUS: "p₋"}
+LABELS = {metrics.SUCCESS: "success (train)", metrics.EVAL_SUCCESS: "eval success", metrics.REWARD: "reward R",
+          metrics.POSITIVE_FRACTION: "positive fraction", metrics.IN_BAND: "tasks in band",
+          metrics.DIFFICULTY_MEAN: "pool mean", metrics.PRECISION_BOUND: "precision bound (Thm 1)", metrics.MU: "μ",
+          metrics.P_PLUS: "p₊", metrics.P_MINUS: "p₋"}
 
 
 def short(key: str) -> str:
     """The legend's name of a key: distinct within a panel (two keys end in success_rate)."""
     if key in LABELS:
         return LABELS[key]
-    tier = K.tier_of(key)
+    tier = metrics.tier_of(key)
     if tier is not None:
         return f"eval @{tier:g}"
     return key.split("/", 1)[-1].replace("_", " ")

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from rla_engine import metrics as K
+from rla_engine import metrics
 
 X_AXES = ("iteration", "env steps", "wall time (s)")
 
@@ -72,7 +72,8 @@ class RunData:
         return sorted(self.columns)
 
     def tier_keys(self) -> list[str]:
-        return sorted((k for k in self.columns if K.tier_of(k) is not None), key=lambda k: K.tier_of(k) or 0.0)
+        return sorted((k for k in self.columns if metrics.tier_of(k) is not None),
+                      key=lambda k: metrics.tier_of(k) or 0.0)
 
     def last(self, key: str) -> float | None:
         col = self.columns.get(key)
@@ -97,7 +98,7 @@ class RunData:
         if x_axis == X_AXES[1]:
             return self._env_steps_at(iterations)
         if x_axis == X_AXES[2]:
-            col = self.columns.get(K.ENV_STEPS)
+            col = self.columns.get(metrics.ENV_STEPS)
             if col is None or col.n == 0:
                 return iterations
             idx = np.clip(np.searchsorted(col.it[: col.n], iterations), 0, col.n - 1)
@@ -105,7 +106,7 @@ class RunData:
         return iterations
 
     def _env_steps_at(self, iterations: np.ndarray) -> np.ndarray:
-        col = self.columns.get(K.ENV_STEPS)
+        col = self.columns.get(metrics.ENV_STEPS)
         if col is None or col.n == 0:
             return iterations
         idx = np.clip(np.searchsorted(col.it[: col.n], iterations), 0, col.n - 1)

@@ -10,7 +10,7 @@ import zlib
 import numpy as np
 import torch
 
-from .. import metrics as K
+from .. import metrics
 from ..models.networks import PolicyNet
 from ..tasks.base import Family, Task
 from .rollout import collect
@@ -33,7 +33,7 @@ def evaluate(policy: PolicyNet, family: Family, suite: list[tuple[float, list[Ta
     success = roll.success.float().cpu()
     out, start = {}, 0
     for d, ts in suite:
-        out[K.eval_tier_key(d)] = float(success[start:start + len(ts)].mean())
+        out[metrics.eval_tier_key(d)] = float(success[start:start + len(ts)].mean())
         start += len(ts)
-    out[K.EVAL_SUCCESS] = float(np.mean([out[K.eval_tier_key(d)] for d, _ in suite]))
+    out[metrics.EVAL_SUCCESS] = float(np.mean([out[metrics.eval_tier_key(d)] for d, _ in suite]))
     return out

@@ -8,7 +8,7 @@ import math
 
 import torch
 
-from .. import metrics as K
+from .. import metrics
 from .. import rewards
 
 
@@ -31,27 +31,27 @@ def judge_measures(verdicts: torch.Tensor, mask: torch.Tensor, outcome: torch.Te
     # outcome agreement: sign of each trajectory's mean verdict vs O; a mean of exactly 0 counts ½
     traj_sum = (v.sum(-1) * w).sum(1)
     agree = torch.where(traj_sum == 0, 0.5, (torch.sign(traj_sum) == outcome).float())
-    _put(out, K.OUTCOME_AGREEMENT, agree.mean())
+    _put(out, metrics.OUTCOME_AGREEMENT, agree.mean())
     # process agreement, balanced over oracle-good and oracle-bad steps
     plus = (v == 1).float().mean(-1)
     minus = (v == -1).float().mean(-1)
     good, bad = (oracle > 0).float() * w, (oracle < 0).float() * w
     if good.sum() > 0 and bad.sum() > 0:
-        _put(out, K.PROCESS_AGREEMENT, 0.5 * ((plus * good).sum() / good.sum() + (minus * bad).sum() / bad.sum()))
+        _put(out, metrics.PROCESS_AGREEMENT, 0.5 * ((plus * good).sum() / good.sum() + (minus * bad).sum() / bad.sum()))
     unanimous = (verdicts == verdicts[..., :1]).all(-1).float()
-    _put(out, K.UNANIMITY, (unanimous * w).sum() / steps)
+    _put(out, metrics.UNANIMITY, (unanimous * w).sum() / steps)
     # μ balance (§6): unreadable verdicts stay in the denominators
     succ = (outcome > 0).float().unsqueeze(1) * w
     fail = (outcome < 0).float().unsqueeze(1) * w
     p_plus = (plus * succ).sum() / succ.sum() if succ.sum() > 0 else float("nan")
     p_minus = (minus * fail).sum() / fail.sum() if fail.sum() > 0 else float("nan")
-    _put(out, K.P_PLUS, p_plus)
-    _put(out, K.P_MINUS, p_minus)
+    _put(out, metrics.P_PLUS, p_plus)
+    _put(out, metrics.P_MINUS, p_minus)
     mu = float(p_plus) + float(p_minus)
-    _put(out, K.MU, mu)
+    _put(out, metrics.MU, mu)
     if math.isfinite(mu):
-        _put(out, K.PRECISION_BOUND, rewards.precision_bound(mu, m))
-    _put(out, K.PRECISION, empirical_precision(v.mean(-1), mask, outcome, groups, rollouts))
+        _put(out, metrics.PRECISION_BOUND, rewards.precision_bound(mu, m))
+    _put(out, metrics.PRECISION, empirical_precision(v.mean(-1), mask, outcome, groups, rollouts))
     return out
 
 
@@ -85,7 +85,7 @@ def policy_measures(rewards_: torch.Tensor, verdicts: torch.Tensor, mask: torch.
     steps = w.sum()
     if steps > 0:
         m = verdicts.shape[-1]
-        _put(out, K.REWARD, (rewards_ * w).sum() / steps)
-        _put(out, K.STEP_REWARD, ((lam / m) * verdicts.float().sum(-1) * w).sum() / steps)
-    _put(out, K.EPISODE_LENGTH, lengths.float().mean())
+        _put(out, metrics.REWARD, (rewards_ * w).sum() / steps)
+        _put(out, metrics.STEP_REWARD, ((lam / m) * verdicts.float().sum(-1) * w).sum() / steps)
+    _put(out, metrics.EPISODE_LENGTH, lengths.float().mean())
     return out

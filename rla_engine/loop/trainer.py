@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-from .. import metrics as K
+from .. import metrics
 from .. import rewards
 from ..config import Config
 from ..models.networks import JudgeNet, PolicyNet, judge_input
@@ -127,22 +127,22 @@ class Trainer:
         if cfg.env.adapt:
             self._adapt(sampled, acc, roll, verdicts, it)
         t5 = clock()
-        metrics: dict[str, float] = {}
+        values: dict[str, float] = {}
         if it % cfg.eval.every == 0 or final:
             self.policy.eval()
-            metrics.update(evaluate(self.policy, self.family, self.suite, self.device))
+            values.update(evaluate(self.policy, self.family, self.suite, self.device))
         t6 = clock()
 
         self.iteration = it
         self.env_steps += roll.env_steps
-        metrics.update(self._measure(roll, verdicts, R, acc, keep, n_s, decisions, pol_stats, jud_stats))
+        values.update(self._measure(roll, verdicts, R, acc, keep, n_s, decisions, pol_stats, jud_stats))
         events.append((EventKind.EPISODE, self._episode(tasks[0], sampled[0] if sampled else cands[0], roll, verdicts)))
         wall = clock() - t0
-        metrics[K.ITERATION_S] = wall
-        metrics[K.ENV_STEPS_PER_S] = roll.env_steps / wall
+        values[metrics.ITERATION_S] = wall
+        values[metrics.ENV_STEPS_PER_S] = roll.env_steps / wall
         timings = {"rollout": t1 - t0, "judge": t2 - t1, "rewards": t3 - t2, "updates": t4 - t3,
                    "adaptation": t5 - t4, "eval": t6 - t5, "measures": clock() - t6}
-        return IterationResult(it, metrics, events, pool.take_dirty_rows(), self.env_steps, wall, timings)
+        return IterationResult(it, values, events, pool.take_dirty_rows(), self.env_steps, wall, timings)
 
     @torch.inference_mode()
     def _judge(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
@@ -181,26 +181,26 @@ class Trainer:
         out: dict[str, float] = {}
         sampled_success = roll.success[: n_s * n]
         if n_s:
-            out[K.SUCCESS] = float(sampled_success.float().mean())
+            out[metrics.SUCCESS] = float(sampled_success.float().mean())
         mask = roll.mask[ep_keep]
         out.update(policy_measures(R[ep_keep], verdicts[ep_keep], mask, cfg.policy.lam, roll.lengths[ep_keep]))
         out.update(judge_measures(verdicts[ep_keep], mask, roll.outcome[ep_keep], roll.oracle[ep_keep],
                                   kept_groups, n))
-        out[K.POSITIVE_FRACTION] = float(roll.success[ep_keep].float().mean())
+        out[metrics.POSITIVE_FRACTION] = float(roll.success[ep_keep].float().mean())
         diffs = self.pool.difficulties()
-        out[K.DIFFICULTY_MEAN], out[K.DIFFICULTY_MIN], out[K.DIFFICULTY_MAX] = \
+        out[metrics.DIFFICULTY_MEAN], out[metrics.DIFFICULTY_MIN], out[metrics.DIFFICULTY_MAX] = \
             float(diffs.mean()), float(diffs.min()), float(diffs.max())
-        out[K.ACCEPTED] = float(sum(d.accepted for d in decisions))
-        out[K.REJECTED] = float(sum(not d.accepted for d in decisions))
-        out[K.PENDING] = float(len(self.pool.pending))
+        out[metrics.ACCEPTED] = float(sum(d.accepted for d in decisions))
+        out[metrics.REJECTED] = float(sum(not d.accepted for d in decisions))
+        out[metrics.PENDING] = float(len(self.pool.pending))
         if n_s:
-            out[K.IN_BAND] = float(np.mean([cfg.env.low <= a <= cfg.env.high for a in acc[:n_s]]))
+            out[metrics.IN_BAND] = float(np.mean([cfg.env.low <= a <= cfg.env.high for a in acc[:n_s]]))
         if pol_stats.samples:          # no samples, no update: the loss is undefined, not 0
-            out[K.LOSS_POLICY] = pol_stats.loss
-            out[K.LOSS_KL] = pol_stats.kl
+            out[metrics.LOSS_POLICY] = pol_stats.loss
+            out[metrics.LOSS_KL] = pol_stats.kl
         if jud_stats is not None and jud_stats.samples:
-            out[K.LOSS_JUDGE] = jud_stats.loss
-        out[K.ENV_STEPS] = float(self.env_steps)
+            out[metrics.LOSS_JUDGE] = jud_stats.loss
+        out[metrics.ENV_STEPS] = float(self.env_steps)
         return out
 
     def _episode(self, task, slot: int, roll: Rollout, verdicts: torch.Tensor) -> dict:

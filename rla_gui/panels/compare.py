@@ -7,15 +7,15 @@ import json
 import pyqtgraph as pg
 from PySide6 import QtCore, QtGui, QtWidgets
 
-from rla_engine import metrics as K
+from rla_engine import metrics
 from rla_engine.summary import config_differences, flatten, run_duration
 
 from ..run_data import X_AXES, RunData
 from ..panel_spec import LOSSES, PALETTE, PANELS, Panel, short
 from ..widgets.metric_plot import MetricCurve
 
-SUMMARY = [(K.SUCCESS, "max"), (K.EVAL_SUCCESS, "max"), (K.OUTCOME_AGREEMENT, "max"),
-           (K.PROCESS_AGREEMENT, "max"), (K.MU, "max"), (K.DIFFICULTY_MEAN, "max")]
+SUMMARY = [(metrics.SUCCESS, "max"), (metrics.EVAL_SUCCESS, "max"), (metrics.OUTCOME_AGREEMENT, "max"),
+           (metrics.PROCESS_AGREEMENT, "max"), (metrics.MU, "max"), (metrics.DIFFICULTY_MEAN, "max")]
 
 
 def summarise(data: RunData, run: dict) -> dict[str, float | None]:
@@ -28,10 +28,10 @@ def summarise(data: RunData, run: dict) -> dict[str, float | None]:
         out[f"{short(key)} best"] = float(getattr(vals, best)()) if vals is not None and len(vals) else None
     for key in data.tier_keys():
         out[f"{short(key)} final"] = data.last(key)
-    for key in (K.ACCEPTED, K.REJECTED):
+    for key in (metrics.ACCEPTED, metrics.REJECTED):
         col = data.columns.get(key)
         out[f"{short(key)} variants"] = float(col.val[: col.n].sum()) if col is not None else None
-    out["env steps"] = data.last(K.ENV_STEPS)
+    out["env steps"] = data.last(metrics.ENV_STEPS)
     duration = run_duration(run)
     out["wall time (s)"] = round(duration, 1) if duration is not None else None
     return out

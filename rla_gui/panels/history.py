@@ -6,11 +6,11 @@ from typing import cast
 
 from PySide6 import QtCore, QtGui, QtWidgets
 
-from rla_engine import metrics as K
+from rla_engine import metrics
 
 COLUMNS = [("name", "name"), ("status", "status"), ("preset", "preset"), ("started", "started_at"),
-           ("duration", "duration"), ("iter", "iteration"), ("success", K.SUCCESS), ("eval", K.EVAL_SUCCESS),
-           ("μ", K.MU), ("difficulty", K.DIFFICULTY_MEAN), ("id", "id")]
+           ("duration", "duration"), ("iter", "iteration"), ("success", metrics.SUCCESS),
+           ("eval", metrics.EVAL_SUCCESS), ("μ", metrics.MU), ("difficulty", metrics.DIFFICULTY_MEAN), ("id", "id")]
 STATUS_COLOURS = {"running": "#2ca02c", "paused": "#ff7f0e", "crashed": "#d62728", "failed": "#d62728"}
 
 

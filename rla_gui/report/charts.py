@@ -23,7 +23,7 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6 import QtCore, QtGui, QtWidgets
 
-from rla_engine import metrics as K
+from rla_engine import metrics
 from rla_engine.vocabulary import VARIANT_KINDS, EventKind
 
 from ..panel_spec import (AGREEMENT, BALANCE, DIFFICULTY, LOSSES, MARKER_COLOURS, MARKER_KINDS, PALETTE, POLICY,
@@ -37,13 +37,15 @@ SMOOTH_FROM = 400          # longer series get a bold EMA over their faint raw l
 SCALE = 2.0                # device pixels per logical pixel: sharp in print and on HiDPI screens
 INK = "#333333"
 
-COMPARE_KEYS = (K.SUCCESS, K.EVAL_SUCCESS, K.REWARD, K.OUTCOME_AGREEMENT, K.PROCESS_AGREEMENT, K.MU,
-                K.DIFFICULTY_MEAN, K.IN_BAND, K.LOSS_POLICY, K.LOSS_JUDGE)
+COMPARE_KEYS = (metrics.SUCCESS, metrics.EVAL_SUCCESS, metrics.REWARD, metrics.OUTCOME_AGREEMENT,
+                metrics.PROCESS_AGREEMENT, metrics.MU, metrics.DIFFICULTY_MEAN, metrics.IN_BAND, metrics.LOSS_POLICY,
+                metrics.LOSS_JUDGE)
 
-COMPARE_TITLES = {K.SUCCESS: "Success (train)", K.EVAL_SUCCESS: "Eval success", K.REWARD: "Reward R",
-                  K.OUTCOME_AGREEMENT: "Outcome agreement", K.PROCESS_AGREEMENT: "Process agreement",
-                  K.MU: "μ balance", K.DIFFICULTY_MEAN: "Pool difficulty (mean)", K.IN_BAND: "Tasks in band",
-                  K.LOSS_POLICY: "Policy loss", K.LOSS_JUDGE: "Judge loss"}
+COMPARE_TITLES = {metrics.SUCCESS: "Success (train)", metrics.EVAL_SUCCESS: "Eval success", metrics.REWARD: "Reward R",
+                  metrics.OUTCOME_AGREEMENT: "Outcome agreement", metrics.PROCESS_AGREEMENT: "Process agreement",
+                  metrics.MU: "μ balance", metrics.DIFFICULTY_MEAN: "Pool difficulty (mean)",
+                  metrics.IN_BAND: "Tasks in band",
+                  metrics.LOSS_POLICY: "Policy loss", metrics.LOSS_JUDGE: "Judge loss"}
 
 Series = dict[str, tuple[np.ndarray, np.ndarray]]   # key → (iterations, values)
 
@@ -99,7 +101,7 @@ def series(bundle: dict) -> Series:
 
 
 def tier_keys(data: Series) -> list[str]:
-    return sorted((k for k in data if K.tier_of(k) is not None), key=lambda k: K.tier_of(k) or 0.0)
+    return sorted((k for k in data if metrics.tier_of(k) is not None), key=lambda k: metrics.tier_of(k) or 0.0)
 
 
 def envelope(x: np.ndarray, y: np.ndarray, reduce, bins: int = 400) -> tuple[np.ndarray, np.ndarray]:
@@ -255,7 +257,7 @@ def _panel(data: Series, marks, panel: Panel, width: int, height: int) -> _Canva
     for i, key in enumerate(panel.keys):
         if key in data:
             c.line(*data[key], PALETTE[i % len(PALETTE)], short(key), dashed=key in panel.dashed,
-                   symbols=key == K.EVAL_SUCCESS)
+                   symbols=key == metrics.EVAL_SUCCESS)
     if panel is BALANCE:   # the balance point and the band the environment keeps tasks in
         c.plot.addItem(pg.InfiniteLine(pos=1.0, angle=0, pen=pg.mkPen("#d62728", width=SCALE,
                        style=QtCore.Qt.PenStyle.DotLine)), ignoreBounds=True)
@@ -284,8 +286,8 @@ def _difficulty(bundle: dict, data: Series, marks, width: int, height: int) -> _
             for item in (lo_item, hi_item, band):
                 c.plot.addItem(item)
             c.legend.append(LegendEntry("pool min–max", "#9dc3e2", "band"))
-    if K.DIFFICULTY_MEAN in data:
-        c.line(*data[K.DIFFICULTY_MEAN], colour, "pool mean")
+    if metrics.DIFFICULTY_MEAN in data:
+        c.line(*data[metrics.DIFFICULTY_MEAN], colour, "pool mean")
     acc, rej = variant_points(bundle)
     for pts, brush, symbol, label, style in ((acc, (44, 160, 44, 170), "t1", "accepted variant", "triangle"),
                                              (rej, (120, 120, 120, 120), "x", "rejected variant", "cross")):
@@ -307,9 +309,9 @@ def run_charts(bundle: dict, data: Series | None = None, width: int = 800, heigh
     out.append(_panel(data, marks, LOSSES, width, height).chart(LOSSES.id, LOSSES.title))
     tiers = _Canvas(width, height)
     for i, key in enumerate(tier_keys(data)):
-        tiers.line(*data[key], TIER_COLOURS[i % len(TIER_COLOURS)], f"tier {K.tier_of(key):g}", symbols=True)
-    if K.EVAL_SUCCESS in data:
-        tiers.line(*data[K.EVAL_SUCCESS], "#d62728", "all tiers", dashed=True, symbols=True)
+        tiers.line(*data[key], TIER_COLOURS[i % len(TIER_COLOURS)], f"tier {metrics.tier_of(key):g}", symbols=True)
+    if metrics.EVAL_SUCCESS in data:
+        tiers.line(*data[metrics.EVAL_SUCCESS], "#d62728", "all tiers", dashed=True, symbols=True)
     tiers.plot.setYRange(0, 1, padding=0.03)
     tiers.markers(marks)
     out.append(tiers.chart("eval-tiers", "Held-out success per difficulty tier"))
@@ -333,13 +335,13 @@ def comparison_charts(bundles: list[dict], datas: list[Series] | None = None, wi
         c = _Canvas(width, height)
         for i, (d, name) in enumerate(zip(datas, names)):
             if key in d:
-                c.line(*d[key], run_colour(i), name, symbols=key == K.EVAL_SUCCESS)
+                c.line(*d[key], run_colour(i), name, symbols=key == metrics.EVAL_SUCCESS)
         out.append(c.chart("cmp-" + key.replace("/", "-"), COMPARE_TITLES.get(key, key), note=f"metric {key}"))
     c = _Canvas(width, height, x_label="tier difficulty")
     for i, (d, name) in enumerate(zip(datas, names)):
         keys = tier_keys(d)
         if keys:
-            x = np.array([K.tier_of(k) for k in keys])
+            x = np.array([metrics.tier_of(k) for k in keys])
             y = np.array([d[k][1][-1] for k in keys])
             c.line(x, y, run_colour(i), name, smooth=False, symbols=True)
     c.plot.setYRange(0, 1, padding=0.03)

@@ -14,7 +14,7 @@ import base64
 from collections import Counter
 from collections.abc import Callable
 
-from rla_engine import metrics as K
+from rla_engine import metrics
 from rla_engine.summary import config_differences, flatten
 
 from . import charts as C
@@ -212,8 +212,8 @@ def run_list(facts: list[S.Facts]) -> str:
 
 
 def tier_comparison_table(facts: list[S.Facts]) -> str:
-    tiers = sorted({k for f in facts for k in C.tier_keys(f.data)}, key=lambda k: K.tier_of(k) or 0.0)
-    rows = [[num(K.tier_of(k))] + [num(f.final(k)) for f in facts] for k in tiers]
+    tiers = sorted({k for f in facts for k in C.tier_keys(f.data)}, key=lambda k: metrics.tier_of(k) or 0.0)
+    rows = [[num(metrics.tier_of(k))] + [num(f.final(k)) for f in facts] for k in tiers]
     return table(["tier (last evaluation)"] + [S.run_label(f, i) for i, f in enumerate(facts)], rows, "tiers",
                  numeric=tuple(range(len(facts) + 1)))
 

@@ -10,7 +10,7 @@ from collections import Counter
 
 import numpy as np
 
-from rla_engine import metrics as K
+from rla_engine import metrics
 from rla_engine.summary import flatten, run_duration
 from rla_engine.vocabulary import VARIANT_KINDS, EventKind
 
@@ -63,14 +63,14 @@ class Facts:
         return sum(1 for e in self.bundle.get("events") or () if e["kind"] == event_kind)
 
     def variants(self) -> str:
-        return (f"{num(self.total(K.ACCEPTED, 'variant_accepted'))} / "
-                f"{num(self.total(K.REJECTED, 'variant_rejected'))}")
+        return (f"{num(self.total(metrics.ACCEPTED, 'variant_accepted'))} / "
+                f"{num(self.total(metrics.REJECTED, 'variant_rejected'))}")
 
     def env_steps(self) -> int | None:
         its = self.bundle.get("iterations") or []
         if its:
             return int(its[-1].get("env_steps") or 0)
-        v = self.final(K.ENV_STEPS)
+        v = self.final(metrics.ENV_STEPS)
         return int(v) if v is not None else None
 
     def train_s(self) -> float:
@@ -124,10 +124,11 @@ def title_block(f: Facts) -> str:
             + notes_text(r))
 
 
-SUMMARY_ROWS = (("success (train)", K.SUCCESS, True), ("eval success", K.EVAL_SUCCESS, True),
-                ("outcome agreement", K.OUTCOME_AGREEMENT, True), ("process agreement", K.PROCESS_AGREEMENT, True),
-                ("μ", K.MU, False), ("pool difficulty (mean)", K.DIFFICULTY_MEAN, False),
-                ("tasks in band", K.IN_BAND, False))
+SUMMARY_ROWS = (("success (train)", metrics.SUCCESS, True), ("eval success", metrics.EVAL_SUCCESS, True),
+                ("outcome agreement", metrics.OUTCOME_AGREEMENT, True),
+                ("process agreement", metrics.PROCESS_AGREEMENT, True),
+                ("μ", metrics.MU, False), ("pool difficulty (mean)", metrics.DIFFICULTY_MEAN, False),
+                ("tasks in band", metrics.IN_BAND, False))
 
 
 def summary_table(facts: list[Facts]) -> str:
@@ -135,7 +136,7 @@ def summary_table(facts: list[Facts]) -> str:
     if len(facts) == 1:
         f = facts[0]
         rows = []
-        tiers = [(f"eval @ tier {K.tier_of(k):g}", k, True) for k in C.tier_keys(f.data)]
+        tiers = [(f"eval @ tier {metrics.tier_of(k):g}", k, True) for k in C.tier_keys(f.data)]
         for label, key, has_best in SUMMARY_ROWS[:2] + tuple(tiers) + SUMMARY_ROWS[2:]:
             b, at = f.best(key) if has_best else (None, None)
             rows.append([esc(label), num(f.final(key)), num(b) if has_best else "", num(at) if has_best else ""])
@@ -167,7 +168,7 @@ def tier_table(f: Facts) -> str:
     for key in C.tier_keys(f.data):
         _, y = f.data[key]
         b, at = f.best(key)
-        rows.append([num(K.tier_of(key)), num(len(y)), num(float(y[0])), f"{num(b)} (it. {num(at)})",
+        rows.append([num(metrics.tier_of(key)), num(len(y)), num(float(y[0])), f"{num(b)} (it. {num(at)})",
                      num(float(y[-1]))])
     if not rows:
         return '<p class="muted">No evaluation was stored for this run.</p>'

@@ -5,7 +5,7 @@ from pathlib import Path
 
 from PySide6 import QtWidgets
 
-from rla_engine import metrics as K
+from rla_engine import metrics
 
 from ..run_data import RunData
 
@@ -33,7 +33,7 @@ class StatusLine:
             self.set_rate(data)
 
     def set_rate(self, data: RunData) -> None:
-        seconds = data.last(K.ITERATION_S)
+        seconds = data.last(metrics.ITERATION_S)
         self.rate.setText(f"{1 / seconds:.1f} it/s" if seconds else "")
 
     def set_database(self, path: Path) -> None:

@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from rla_engine import metrics as K
+from rla_engine import metrics
 from rla_engine.store import open_store
 
 TINY = ["--preset", "tiny"]
@@ -68,10 +68,10 @@ def test_run_then_runs_show_presets(tmp_path):
     assert res.stdout.count("it ") >= 3 and "μ" in res.stdout and "it/s" in res.stdout
     runs = json.loads(rla("runs", "--json", db=db).stdout)
     assert len(runs) == 1 and runs[0]["status"] == "completed" and runs[0]["iteration"] == 3
-    assert runs[0]["name"] == "cli test" and runs[0][K.SUCCESS] is not None
+    assert runs[0]["name"] == "cli test" and runs[0][metrics.SUCCESS] is not None
     shown = json.loads(rla("show", runs[0]["id"], "--json", db=db).stdout)
     assert shown["config"]["rollout"]["tasks_per_iter"] == 4
-    assert K.EVAL_SUCCESS in shown["latest"]
+    assert metrics.EVAL_SUCCESS in shown["latest"]
     assert len([t for t in shown["pool"] if t["status"] == "active"]) == 8
     text = rla("show", runs[0]["id"], db=db).stdout
     assert "completed" in text and "pool: 8 slots" in text

@@ -2,7 +2,7 @@
 import asyncio
 
 from rla_engine import config as C
-from rla_engine import metrics as K
+from rla_engine import metrics
 from rla_engine.client import EngineClient, EngineError
 from rla_engine.paths import log_path
 from rla_engine.store import Store
@@ -32,7 +32,7 @@ def test_start_watch_pause_override_resume_stop(tmp_path):
                 keys.update(update.metrics)
                 kinds.extend(e["kind"] for e in update.events)
         watcher = asyncio.create_task(consume())
-        await until(lambda: asyncio.sleep(0, K.MU in keys))
+        await until(lambda: asyncio.sleep(0, metrics.MU in keys))
 
         cmd = await client.pause(run_id)
         assert await client.command_result(cmd) == "applied"
@@ -51,7 +51,7 @@ def test_start_watch_pause_override_resume_stop(tmp_path):
 
     run, keys, kinds = asyncio.run(scenario())
     assert run["name"] == "client test" and run["preset"] == "quickstart"
-    assert {K.SUCCESS, K.MU, K.DIFFICULTY_MEAN, K.OUTCOME_AGREEMENT} <= keys
+    assert {metrics.SUCCESS, metrics.MU, metrics.DIFFICULTY_MEAN, metrics.OUTCOME_AGREEMENT} <= keys
     for kind in ("started", "pause", "set_difficulty", "resume", "stop", "stopped"):
         assert kind in kinds
     assert kinds.index("pause") < kinds.index("set_difficulty") < kinds.index("resume") < kinds.index("stopped")

@@ -11,7 +11,7 @@ import torch
 
 from rla_engine import checkpoint
 from rla_engine import config as C
-from rla_engine import metrics as K
+from rla_engine import metrics
 from rla_engine.loop.trainer import Trainer
 from rla_engine.paths import checkpoints_dir
 from rla_engine.runner import Runner
@@ -21,7 +21,7 @@ from engine_support import TINY, only_run, spawn, wait_for
 
 
 def comparable(store, run_id):
-    return {it: {k: v for k, v in m.items() if not k.startswith(K.TIMING_PREFIX)}
+    return {it: {k: v for k, v in m.items() if not k.startswith(metrics.TIMING_PREFIX)}
             for it, m in store.metrics_by_iteration(run_id).items()}
 
 
@@ -84,7 +84,7 @@ def test_killed_engine_is_marked_crashed_and_resumes(tmp_path):
             return update
     update = asyncio.run(first_update())
     # a run resumed in the past is watched like any other: its history arrives, no rewind loop
-    assert not update.rewound and max(update.metrics[K.SUCCESS][0]) == its[-1]
+    assert not update.rewound and max(update.metrics[metrics.SUCCESS][0]) == its[-1]
 
 
 def test_an_imported_copy_never_resumes_from_or_deletes_the_originals_checkpoints(tmp_path):

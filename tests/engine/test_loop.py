@@ -6,7 +6,7 @@ import torch
 
 from rla_engine import checkpoint
 from rla_engine import config as C
-from rla_engine import metrics as K
+from rla_engine import metrics
 from rla_engine.loop import trainer as trainer_mod
 from rla_engine.loop.trainer import Trainer
 from rla_engine.models.networks import judge_input
@@ -19,7 +19,7 @@ def tiny(*sets, family="gridworld"):
 
 
 def without_perf(m):
-    return {k: v for k, v in m.items() if not k.startswith(K.TIMING_PREFIX)}
+    return {k: v for k, v in m.items() if not k.startswith(metrics.TIMING_PREFIX)}
 
 
 @pytest.mark.parametrize("family", family_names())
@@ -30,9 +30,9 @@ def test_every_metric_key_is_produced_and_finite(family):
         r = tr.step(final=i == 5)
         assert all(math.isfinite(v) for v in r.metrics.values())
         seen |= set(r.metrics)
-    expected = set(K.ALL_FIXED) | {K.eval_tier_key(d) for d in tr.cfg.eval.tiers}
+    expected = set(metrics.ALL_FIXED) | {metrics.eval_tier_key(d) for d in tr.cfg.eval.tiers}
     assert expected <= seen, expected - seen
-    assert tr.env_steps == r.metrics[K.ENV_STEPS] > 0
+    assert tr.env_steps == r.metrics[metrics.ENV_STEPS] > 0
 
 
 def test_judge_sees_only_the_policys_view_and_the_action(monkeypatch):
@@ -67,8 +67,8 @@ def test_frozen_judge_and_outcome_only_policy():
     before = [p.clone() for p in tr.judge.parameters()]
     for _ in range(3):
         r = tr.step()
-        assert r.metrics[K.STEP_REWARD] == 0.0
-        assert K.LOSS_JUDGE not in r.metrics
+        assert r.metrics[metrics.STEP_REWARD] == 0.0
+        assert metrics.LOSS_JUDGE not in r.metrics
     assert all(torch.equal(a, b) for a, b in zip(before, tr.judge.parameters()))
 
 
@@ -77,7 +77,7 @@ def test_fixed_pool_never_changes():
     uids = [r.uid for r in tr.pool.active]
     for _ in range(5):
         r = tr.step()
-        assert r.metrics[K.PENDING] == 0 and r.metrics[K.ACCEPTED] == 0
+        assert r.metrics[metrics.PENDING] == 0 and r.metrics[metrics.ACCEPTED] == 0
     assert [r.uid for r in tr.pool.active] == uids
 
 
@@ -109,10 +109,10 @@ def test_override_sets_every_slot_and_suspends_adaptation():
     assert any(row["status"] == "retired" for row in rows)
     for _ in range(4):
         r = tr.step()
-        assert r.metrics[K.PENDING] == 0
-        assert abs(r.metrics[K.DIFFICULTY_MEAN] - 0.7) <= 0.05
+        assert r.metrics[metrics.PENDING] == 0
+        assert abs(r.metrics[metrics.DIFFICULTY_MEAN] - 0.7) <= 0.05
     tr.set_override(None)
-    asked = sum(tr.step().metrics[K.PENDING] > 0 for _ in range(6))
+    asked = sum(tr.step().metrics[metrics.PENDING] > 0 for _ in range(6))
     assert asked > 0, "automatic adaptation resumes after set_difficulty null"
 
 
@@ -152,7 +152,7 @@ def test_policy_and_judge_train_only_on_groups_inside_their_bands(monkeypatch):
     for _ in range(3):
         tr.step()
     assert counts == {"policy": [0, 0, 0], "judge": [0, 0, 0]}
-    assert K.LOSS_POLICY not in tr.step().metrics          # no update: no loss, not a flat 0
+    assert metrics.LOSS_POLICY not in tr.step().metrics          # no update: no loss, not a flat 0
     counts["policy"].clear(), counts["judge"].clear()
     tr = Trainer(tiny("policy.band_low=0", "policy.band_high=1", "judge.band_low=0", "judge.band_high=1"),
                  torch.device("cpu"))

@@ -7,7 +7,7 @@ import torch
 from rla_engine import rewards
 from rla_engine.loop.advantages import judge_rewards, normalize_per_step, step_rewards
 from rla_engine.loop.measures import judge_measures
-from rla_engine import metrics as K
+from rla_engine import metrics
 
 
 def random_batch(seed, groups=5, rollouts=4, t_max=7, m=3, unreadable=True):
@@ -79,7 +79,7 @@ def test_balance_and_precision_match_reference(seed):
             steps_o.append(int(outcome[b]))
             steps_v.append(verdicts[b, t].tolist())
     p_plus, p_minus, mu = rewards.balance(steps_o, steps_v)
-    for key, ref in ((K.P_PLUS, p_plus), (K.P_MINUS, p_minus), (K.MU, mu)):
+    for key, ref in ((metrics.P_PLUS, p_plus), (metrics.P_MINUS, p_minus), (metrics.MU, mu)):
         if math.isnan(ref):
             assert key not in out
         else:
@@ -94,11 +94,11 @@ def test_balance_and_precision_match_reference(seed):
         groups_ref.append((s, f))
     ref_prec = rewards.empirical_precision(groups_ref)
     if math.isnan(ref_prec):
-        assert K.PRECISION not in out
+        assert metrics.PRECISION not in out
     else:
-        assert out[K.PRECISION] == pytest.approx(ref_prec, abs=1e-6)
-    if K.MU in out:
-        assert out[K.PRECISION_BOUND] == pytest.approx(rewards.precision_bound(out[K.MU], 3), abs=1e-6)
+        assert out[metrics.PRECISION] == pytest.approx(ref_prec, abs=1e-6)
+    if metrics.MU in out:
+        assert out[metrics.PRECISION_BOUND] == pytest.approx(rewards.precision_bound(out[metrics.MU], 3), abs=1e-6)
 
 
 def test_undefined_measures_are_left_out_not_nan():
@@ -106,8 +106,8 @@ def test_undefined_measures_are_left_out_not_nan():
     mask, verdicts, _, oracle, _ = random_batch(0, unreadable=False)
     outcome = torch.ones(mask.shape[0])
     out = judge_measures(verdicts, mask, outcome, oracle, 5, 4)
-    assert K.P_MINUS not in out and K.MU not in out and K.PRECISION not in out
-    assert K.P_PLUS in out
+    assert metrics.P_MINUS not in out and metrics.MU not in out and metrics.PRECISION not in out
+    assert metrics.P_PLUS in out
     assert all(math.isfinite(v) for v in out.values())
 
 
@@ -118,6 +118,6 @@ def test_process_agreement_is_balanced_accuracy():
     oracle = torch.tensor([[1, 1, 1, -1]], dtype=torch.int8)
     out = judge_measures(verdicts, mask, torch.tensor([1.0]), oracle, 1, 1)
     # plain accuracy would be 0.75; balanced is (1 + 0) / 2
-    assert out[K.PROCESS_AGREEMENT] == pytest.approx(0.5)
-    assert out[K.UNANIMITY] == 1.0
-    assert out[K.OUTCOME_AGREEMENT] == 1.0
+    assert out[metrics.PROCESS_AGREEMENT] == pytest.approx(0.5)
+    assert out[metrics.UNANIMITY] == 1.0
+    assert out[metrics.OUTCOME_AGREEMENT] == 1.0

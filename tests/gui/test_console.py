@@ -9,15 +9,15 @@ import pytest
 from PySide6 import QtCore
 
 from rla_engine import config as C
-from rla_engine import metrics as K
+from rla_engine import metrics
 from rla_engine.paths import checkpoints_dir, log_path
 from rla_engine.store import open_store
 from rla_gui.main_window import MainWindow
 
 from gui_support import TINY, until
 
-PANEL_KEYS = {"Policy reward": K.SUCCESS, "Reward-model agreement": K.OUTCOME_AGREEMENT, "μ balance": K.MU,
-              "Task difficulty": K.DIFFICULTY_MEAN}
+PANEL_KEYS = {"Policy reward": metrics.SUCCESS, "Reward-model agreement": metrics.OUTCOME_AGREEMENT,
+              "μ balance": metrics.MU, "Task difficulty": metrics.DIFFICULTY_MEAN}
 
 
 @pytest.fixture
@@ -93,7 +93,7 @@ def test_start_watch_pause_override_resume_stop(window, drive, qtbot):
 
         qtbot.mouseClick(window.controls.pause_button, QtCore.Qt.MouseButton.LeftButton)
         await until(lambda: store.get_run(run_id)["status"] == "running", what="resumed")
-        await until(lambda: (window.data.last(K.DIFFICULTY_MEAN) or 0) > 0.64, what="difficulty panel follows")
+        await until(lambda: (window.data.last(metrics.DIFFICULTY_MEAN) or 0) > 0.64, what="difficulty panel follows")
         qtbot.mouseClick(window.controls.stop_button, QtCore.Qt.MouseButton.LeftButton)
         await until(lambda: store.get_run(run_id)["status"] == "stopped", what="stopped")
         await until(lambda: window.controls.status == "stopped", what="controls follow the stop")

@@ -373,11 +373,11 @@ def test_event_markers_cost_no_scene_item_each_and_stay_bounded(qtbot):
     the console by ~0.25 MB per command in the soak."""
     import numpy as np
 
-    from rla_engine import metrics as K
+    from rla_engine import metrics
     from rla_gui.run_data import RunData
     from rla_gui.widgets.markers import MAX_MARKERS
     from rla_gui.widgets.metric_plot import MetricPlot
-    plot = MetricPlot("μ balance", (K.MU,), RunData())
+    plot = MetricPlot("μ balance", (metrics.MU,), RunData())
     qtbot.addWidget(plot)
     plot.resize(600, 300)
     plot.show()

@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from rla_engine import metrics as K
+from rla_engine import metrics
 from rla_gui.run_data import X_AXES, RunData, ema
 
 
@@ -25,18 +25,18 @@ def test_ema_matches_the_step_by_step_definition(w):
 def test_buffers_grow_truncate_and_map_axes():
     data = RunData()
     its = list(range(1, 1001))
-    data.add({K.SUCCESS: (its, [i / 1000 for i in its], [100.0 + i for i in its]),
-              K.ENV_STEPS: (its, [10.0 * i for i in its], [100.0 + i for i in its])})
-    data.add({K.SUCCESS: ([1001], [1.0], [1101.0])})
-    x, y = data.xy(K.SUCCESS)
+    data.add({metrics.SUCCESS: (its, [i / 1000 for i in its], [100.0 + i for i in its]),
+              metrics.ENV_STEPS: (its, [10.0 * i for i in its], [100.0 + i for i in its])})
+    data.add({metrics.SUCCESS: ([1001], [1.0], [1101.0])})
+    x, y = data.xy(metrics.SUCCESS)
     assert len(x) == 1001 and x[-1] == 1001 and y[-1] == 1.0
-    x, _ = data.xy(K.SUCCESS, X_AXES[1])
+    x, _ = data.xy(metrics.SUCCESS, X_AXES[1])
     assert x[9] == 100.0                          # iteration 10 ran 100 env steps
-    x, _ = data.xy(K.SUCCESS, X_AXES[2])
+    x, _ = data.xy(metrics.SUCCESS, X_AXES[2])
     assert x[0] == 0.0 and x[9] == 9.0            # wall time since the first stored iteration
     v = data.version
     data.truncate_after(500)
-    assert data.version > v and data.last_iteration() == 500 and data.last(K.SUCCESS) == 0.5
+    assert data.version > v and data.last_iteration() == 500 and data.last(metrics.SUCCESS) == 0.5
 
 
 def test_peak_pyramid_incremental_equals_rebuilt_and_keeps_extremes():

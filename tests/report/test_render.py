@@ -23,7 +23,7 @@ import pytest
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
-from rla_engine import metrics as K
+from rla_engine import metrics
 from rla_engine.store import open_store
 from rla_gui.report import charts, sections
 from rla_gui.report import html as report_html
@@ -220,18 +220,18 @@ def synthetic(base: dict, rows: int = 100_000) -> dict:
     """`base` with a long history: every SPEC key each iteration, evals every 10th, plus markers,
     thousands of variant events, episodes and task versions."""
     rng = np.random.default_rng(0)
-    fixed = [k for k in K.ALL_FIXED if not k.startswith("eval/")]
-    evals = [K.EVAL_SUCCESS] + [K.eval_tier_key(d) for d in (0.1, 0.3, 0.5, 0.7, 0.9)]
-    metrics, its, it = [], [], 0
+    fixed = [k for k in metrics.ALL_FIXED if not k.startswith("eval/")]
+    evals = [metrics.EVAL_SUCCESS] + [metrics.eval_tier_key(d) for d in (0.1, 0.3, 0.5, 0.7, 0.9)]
+    metric_rows, its, it = [], [], 0
     walk = {k: 0.5 for k in fixed + evals}
-    while len(metrics) < rows:
+    while len(metric_rows) < rows:
         it += 1
         keys = fixed + (evals if it % 10 == 0 else [])
         for k in sorted(keys):
             walk[k] = float(np.clip(walk[k] + rng.normal(0, 0.02), 0, 1.5))
-            metrics.append({"iteration": it, "key": k, "value": walk[k], "t": 1e9 + it})
+            metric_rows.append({"iteration": it, "key": k, "value": walk[k], "t": 1e9 + it})
         its.append({"iteration": it, "t": 1e9 + it, "env_steps": it * 500, "wall_s": 0.05})
-    del metrics[rows:]
+    del metric_rows[rows:]
     events = [{"id": i, "iteration": i * 7919 % it + 1, "t": 1e9 + i, "kind": kind, "payload": payload}
               for i, (kind, payload) in enumerate(
                   [("pause", {}), ("resume", {})] * 10 + [("set_difficulty", {"payload": {"value": 0.4}})] * 3
@@ -244,7 +244,7 @@ def synthetic(base: dict, rows: int = 100_000) -> dict:
               "direction": "harder" if v else None, "prev_acc": 0.9, "new_acc": 0.7,
               "critic_json": json.dumps({"focus": "walls", "n": 5}), "created_iteration": v, "decided_iteration": v + 1}
              for s in range(16) for v in range(150)]
-    return {**copy.deepcopy({k: base[k] for k in ("format", "run")}), "iterations": its, "metrics": metrics,
+    return {**copy.deepcopy({k: base[k] for k in ("format", "run")}), "iterations": its, "metrics": metric_rows,
             "events": events, "tasks": tasks}
 
 
@@ -252,19 +252,22 @@ def test_speed_on_100k_metric_rows(bundles, tmp_path):
     big = synthetic(bundles["plain"])
     assert len(big["metrics"]) == 100_000
     charts.ensure_app()
-    t = time.perf_counter()
+    # CPU seconds of this process (all its threads), not wall time: the suite ran 1 time in 10
+    # past the limit while other jobs shared the 2 cores (PDF 6.8 s wall), and what this guards
+    # is the work the report does. benchmarks/export.py measures wall time on a quiet machine.
+    t, c = time.perf_counter(), time.process_time()
     markup = render_html([big])
-    t_html = time.perf_counter() - t
+    t_html, c_html = time.perf_counter() - t, time.process_time() - c
     path = tmp_path / "big.pdf"
-    t = time.perf_counter()
+    t, c = time.perf_counter(), time.process_time()
     write_pdf([big], path)
-    t_pdf = time.perf_counter() - t
-    print(f"\n100,000 metric rows: HTML {t_html:.2f} s, {len(markup.encode()) / 1e6:.2f} MB; "
-          f"PDF {t_pdf:.2f} s, {path.stat().st_size / 1e6:.2f} MB")
+    t_pdf, c_pdf = time.perf_counter() - t, time.process_time() - c
+    print(f"\n100,000 metric rows: HTML {t_html:.2f} s ({c_html:.2f} s CPU), {len(markup.encode()) / 1e6:.2f} MB; "
+          f"PDF {t_pdf:.2f} s ({c_pdf:.2f} s CPU), {path.stat().st_size / 1e6:.2f} MB")
     page = Page(markup)
     assert set(SECTIONS) <= page.ids and len(page.images()) >= 6
     assert "rows in the middle are not listed" in markup
-    assert t_html < 6.0 and t_pdf < 6.0          # target < 3 s each; the margin absorbs a slow CI
+    assert c_html < 6.0 and c_pdf < 6.0          # target < 3 s each; the margin absorbs a slow CI
     assert pdf_text(path)[0] >= 2
 
 
