@@ -408,13 +408,13 @@ def landed(error: str, output: str) -> str:
 
 def _log_case(db: Path, method: str, mount: Path):
     """The console's way of starting an engine (EngineClient: output to <db dir>/logs/<id>.log)."""
-    from rla_engine import config as C
+    from rla_engine.config import build
     from rla_engine.client import EngineClient
     from rla_engine.paths import log_path
 
     async def go():
         client = EngineClient(db)
-        cfg = C.build(preset="tiny", sets=["run.iterations=100000"])
+        cfg = build(preset="tiny", sets=["run.iterations=100000"])
         run_id = await client.start(cfg, name="log")
         proc = client.processes[run_id]
         got = await asyncio.get_running_loop().run_in_executor(

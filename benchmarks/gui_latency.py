@@ -19,7 +19,7 @@ import numpy as np
 import qasync
 from PySide6 import QtCore
 
-from rla_engine import config as C
+from rla_engine.config import Config, build
 from rla_engine import metrics
 from rla_engine.store import open_store
 from rla_gui.panel_spec import DRAWN_KEYS
@@ -35,7 +35,7 @@ def pct(xs, q):
 
 async def stalls_while_streaming(win: MainWindow, seconds: float) -> list[float]:
     """Intervals of a 5 ms timer beyond 5 ms, while a quickstart run streams into the window."""
-    cfg = C.build(preset="quickstart", sets=["run.iterations=100000"])
+    cfg = build(preset="quickstart", sets=["run.iterations=100000"])
     run_id = await win.session.client.start(cfg, preset="quickstart", name="latency")
     win.open_run(run_id)
     await asyncio.sleep(3.0)          # history loaded, plots drawing
@@ -61,7 +61,7 @@ async def stalls_while_streaming(win: MainWindow, seconds: float) -> list[float]
 
 def make_history(db: Path, n: int) -> str:
     store = open_store(db)
-    store.create_run("big", name=f"{n:,} iterations", preset="", config=C.Config().to_dict(), device="cpu")
+    store.create_run("big", name=f"{n:,} iterations", preset="", config=Config().to_dict(), device="cpu")
     rng = np.random.default_rng(0)
     its = np.arange(1, n + 1)
     t = 1.7e9 + its * 0.05

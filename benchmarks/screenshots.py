@@ -13,13 +13,13 @@ from pathlib import Path
 import qasync
 from PySide6 import QtCore
 
-from rla_engine import config as C
+from rla_engine.config import build
 from rla_gui.app import build_app
 from rla_gui.main_window import MainWindow
 
 
 async def scenario(win: MainWindow, out: Path, seconds: float, iterations: int) -> None:
-    win.run_form.load_config(C.build(preset="quickstart", sets=[f"run.iterations={iterations}"]).to_dict(),
+    win.run_form.load_config(build(preset="quickstart", sets=[f"run.iterations={iterations}"]).to_dict(),
                              "quickstart")
     win.run_form.name_edit.setText("quickstart (screenshot)")
     win.run_form.start_button.click()

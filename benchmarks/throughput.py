@@ -16,7 +16,7 @@ from pathlib import Path
 
 import torch
 
-from rla_engine import config as C
+from rla_engine.config import build
 from rla_engine.loop.rollout import collect
 from rla_engine.loop.trainer import Trainer
 from rla_engine.models.networks import judge_input
@@ -46,7 +46,7 @@ def main() -> None:
     ap.add_argument("--family", default="gridworld")
     ap.add_argument("--repeats", type=int, default=200)
     a = ap.parse_args()
-    cfg = C.build(preset="quickstart", sets=[f"task.family={a.family}", f"run.iterations={a.iterations}"])
+    cfg = build(preset="quickstart", sets=[f"task.family={a.family}", f"run.iterations={a.iterations}"])
     with tempfile.TemporaryDirectory() as tmp:
         store = open_store(Path(tmp) / "bench.db")
         tr = Trainer(cfg, torch.device("cpu"))

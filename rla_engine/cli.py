@@ -11,7 +11,7 @@ import sys
 import time
 from pathlib import Path
 
-from . import config as C
+from .config import ConfigError, build, from_dict, preset_description, preset_names
 from . import metrics
 from .summary import SUMMARY_KEYS, run_duration
 from .vocabulary import LIVE, EventKind, TaskStatus
@@ -113,7 +113,7 @@ def _checkpoint_folder(store, run_id: str) -> Path:
 
 # -- run / resume ---------------------------------------------------------------------------
 def cmd_run(a) -> int:
-    cfg = C.build(preset=a.preset, config_file=a.config, sets=a.set,
+    cfg = build(preset=a.preset, config_file=a.config, sets=a.set,
                   iterations=a.iterations, seed=a.seed, device=a.device)
     run_id = _run_id(a.run_id) if a.run_id is not None else new_run_id()
     from . import checkpoint
@@ -151,7 +151,7 @@ def cmd_resume(a) -> int:
         raise InputError(f"run {a.run_id} is still {run['status']} (pid {run['pid']} on {run['host']})")
     if a.iterations is not None and a.iterations < 1:
         raise InputError(f"--iterations = {a.iterations}: must be ≥ 1")
-    cfg = C.from_dict(store.run_config(a.run_id))
+    cfg = from_dict(store.run_config(a.run_id))
     from . import checkpoint
     from .loop.trainer import Trainer, resolve_device
     from .paths import checkpoints_dir, owned_by
@@ -261,8 +261,8 @@ def cmd_show(a) -> int:
 
 
 def cmd_presets(_a) -> int:
-    for name in C.preset_names():
-        print(f"{name:<12} {C.preset_description(name)}")
+    for name in preset_names():
+        print(f"{name:<12} {preset_description(name)}")
     return 0
 
 
@@ -325,7 +325,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         a = _parser().parse_args(argv)
         return COMMANDS[a.command](a)
-    except (C.ConfigError, InputError, StoreError) as e:
+    except (ConfigError, InputError, StoreError) as e:
         print(f"rla: {_one_line(e)}", file=sys.stderr)
         return 2
     except (OSError, sqlite3.Error) as e:     # a runtime failure outside a run (a run reports its own)

@@ -18,7 +18,7 @@ from typing import Concatenate, ParamSpec, TypeVar
 
 import numpy as np
 
-from . import config as C
+from .config import Config, validate
 from .paths import (UnsafeRunId, default_db_path, log_path, logs_dir, make_private_dir, open_private,
                     remove_run_files, run_config_path)
 from .store import Store, new_run_id, open_store
@@ -105,10 +105,10 @@ class EngineClient:
                 raise EngineError(f"engine did not start within {START_TIMEOUT_S:.0f} s:\n{self.log_tail(run_id)}")
             await asyncio.sleep(POLL_S)
 
-    async def start(self, cfg: C.Config, *, preset: str | None = None, name: str | None = None,
+    async def start(self, cfg: Config, *, preset: str | None = None, name: str | None = None,
                     group: str | None = None) -> str:
         """Validate, write the config next to the logs, spawn `rla run`; return the run id."""
-        C.validate(cfg)
+        validate(cfg)
         run_id = new_run_id()
         path = run_config_path(self.db_path, run_id)
         try:

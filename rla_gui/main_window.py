@@ -9,7 +9,7 @@ from typing import ClassVar, cast
 
 from PySide6 import QtCore, QtGui, QtWidgets
 
-from rla_engine import config as C
+from rla_engine.config import Config
 from rla_engine.client import EngineClient
 from rla_engine.summary import SUMMARY_KEYS
 from rla_engine.vocabulary import LIVE, CommandKind, EventKind
@@ -226,7 +226,7 @@ class MainWindow(QtWidgets.QMainWindow):
         if self.session.run_id and self.controls.status in LIVE:
             self._spawn(self.session.client.command(self.session.run_id, kind, payload))
 
-    async def _start(self, cfg: C.Config, preset: str, name: str) -> None:
+    async def _start(self, cfg: Config, preset: str, name: str) -> None:
         self.statusBar().showMessage("starting the engine…")
         run_id = await self.session.client.start(cfg, preset=preset or None, name=name or None)
         self.session.track(run_id)

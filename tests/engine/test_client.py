@@ -1,7 +1,7 @@
 """EngineClient against a real `rla run` subprocess: start, watch, steer, wait."""
 import asyncio
 
-from rla_engine import config as C
+from rla_engine.config import build
 from rla_engine import metrics
 from rla_engine.client import EngineClient, EngineError
 from rla_engine.paths import log_path
@@ -23,7 +23,7 @@ async def until(predicate, timeout=60.0):
 def test_start_watch_pause_override_resume_stop(tmp_path):
     async def scenario():
         client = EngineClient(tmp_path / "h.db")
-        cfg = C.build(preset="tiny", sets=["run.iterations=2000"])
+        cfg = build(preset="tiny", sets=["run.iterations=2000"])
         run_id = await client.start(cfg, preset="quickstart", name="client test")
         keys, kinds = set(), []
 
@@ -63,7 +63,7 @@ def test_a_failing_engine_is_reported_with_the_tail_of_its_log(tmp_path):
         client = EngineClient(tmp_path / "h.db")
         try:
             # valid config, but this machine has no CUDA device: the engine exits 2 at start
-            await client.start(C.build(preset="tiny", sets=["run.device=cuda"]))
+            await client.start(build(preset="tiny", sets=["run.device=cuda"]))
         except EngineError as e:
             return str(e)
         finally:
@@ -94,7 +94,7 @@ def test_a_run_that_finishes_between_two_polls_still_counts_as_started(tmp_path)
             return await real_db(fn, *args)
         client._db = slow_first_look
         try:
-            run_id = await client.start(C.build(preset="tiny", sets=["run.iterations=2"]))
+            run_id = await client.start(build(preset="tiny", sets=["run.iterations=2"]))
             return await client.run(run_id)
         finally:
             await client.close()

@@ -11,8 +11,8 @@ import tomllib
 
 import pytest
 
-from rla_engine import config as C
-from rla_engine.config import Config, ConfigError, build, from_dict, parse_set, preset_names, validate
+from rla_engine.config import (SECTIONS, Config, ConfigError, build, from_dict, get_value, parse_set, preset_data,
+                               preset_description, preset_names, section_fields, set_value, validate)
 from rla_engine.tasks import family_names
 
 
@@ -52,11 +52,11 @@ def test_preset_names_lists_the_shipped_presets():
 def test_every_preset_builds_and_applies_its_values(name):
     cfg = build(preset=name)
     assert cfg.task.family in family_names()
-    data = _flatten(C.preset_data(name))
+    data = _flatten(preset_data(name))
     assert data, f"preset {name} sets nothing"
     for key, value in data.items():
-        assert C.get_value(cfg, key) == value, key
-    assert C.preset_description(name)          # every preset starts with a '# description' line
+        assert get_value(cfg, key) == value, key
+    assert preset_description(name)          # every preset starts with a '# description' line
 
 
 # ----------------------------------------------------------------------------- invalid inputs
@@ -206,7 +206,7 @@ def test_a_bool_is_never_accepted_for_a_number(key, value):
     assert e.value.key == key
     cfg = Config()
     with pytest.raises(ConfigError):
-        C.set_value(cfg, key, value)
+        set_value(cfg, key, value)
 
 
 def test_a_float_is_not_accepted_for_an_int_field():
@@ -229,7 +229,7 @@ def test_to_toml_round_trips(make):
     text = cfg.to_toml()
     back = from_dict(tomllib.loads(text))
     assert back == cfg
-    assert set(tomllib.loads(text)) == set(C.SECTIONS)
+    assert set(tomllib.loads(text)) == set(SECTIONS)
 
 
 def test_a_round_tripped_config_is_independent_of_the_original():
@@ -337,8 +337,8 @@ def test_no_engine_module_imports_qt():
 
 
 def test_section_fields_carry_help_for_the_console_forms():
-    for section in C.SECTIONS:
-        for f in C.section_fields(section):
+    for section in SECTIONS:
+        for f in section_fields(section):
             assert f.metadata.get("help"), f"{section}.{f.name} has no help text"
             assert f.type in ("int", "float", "bool", "str", "list"), f"{section}.{f.name}: {f.type}"
     assert dataclasses.is_dataclass(Config)

@@ -24,12 +24,12 @@ import tomli_w
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from rla_engine import config as C
-from rla_engine.config import Config, ConfigError
+from rla_engine.config import (SECTIONS, Config, ConfigError, build, from_dict, get_value, parse_set, preset_names,
+                               section_fields, validate)
 
 # ----------------------------------------------------------------------------- the key tree
 
-FIELDS: dict[str, dataclasses.Field] = {f"{s}.{f.name}": f for s in C.SECTIONS for f in C.section_fields(s)}
+FIELDS: dict[str, dataclasses.Field] = {f"{s}.{f.name}": f for s in SECTIONS for f in section_fields(s)}
 REAL_KEYS = sorted(FIELDS)
 FIELD_NAMES = sorted({k.partition(".")[2] for k in REAL_KEYS})
 RUN_OPTIONS = [k.partition(".")[2] for k in REAL_KEYS if k.startswith("run.")]
@@ -124,9 +124,9 @@ def toml_literal(v) -> str:
 unknown_keys = st.one_of(
     st.text(max_size=15),
     st.text(alphabet=NASTY_CHARS + "abc", max_size=10),
-    st.builds(lambda s, n: f"{s}.{n}", st.sampled_from(C.SECTIONS), st.text(max_size=8)),
+    st.builds(lambda s, n: f"{s}.{n}", st.sampled_from(SECTIONS), st.text(max_size=8)),
     st.builds(lambda s, n: f"{s}.{n}", st.text(max_size=6), st.sampled_from(FIELD_NAMES)),
-    st.sampled_from([*C.SECTIONS, "", ".", "..", "policy.", ".lam", "policy.lam.x", "Policy.lam", "policy.LAM",
+    st.sampled_from([*SECTIONS, "", ".", "..", "policy.", ".lam", "policy.lam.x", "Policy.lam", "policy.LAM",
                      "policy .lam", "task.params", "task.params.size", "a.b.c", "\n", "policy.lam\n"]),
 )
 keys = st.one_of(st.sampled_from(REAL_KEYS), st.sampled_from(REAL_KEYS), unknown_keys)
@@ -191,17 +191,17 @@ def check(call, named: set[str], expected: dict | None = None) -> Config | None:
     OUTCOMES["valid"] = OUTCOMES.get("valid", 0) + 1
     assert isinstance(cfg, Config)
     for key, f in FIELDS.items():
-        v = C.get_value(cfg, key)
+        v = get_value(cfg, key)
         assert type(v) is PY_TYPES[f.type], (key, v)
         if f.type == "list":
             assert all(type(x) is float and math.isfinite(x) for x in v), (key, v)
         elif f.type == "float":
             assert math.isfinite(v), (key, v)
-    assert C.validate(copy.deepcopy(cfg)) == cfg
-    assert C.from_dict(cfg.to_dict()) == cfg
-    assert C.from_dict(tomllib.loads(cfg.to_toml())) == cfg
+    assert validate(copy.deepcopy(cfg)) == cfg
+    assert from_dict(cfg.to_dict()) == cfg
+    assert from_dict(tomllib.loads(cfg.to_toml())) == cfg
     for key, value in (expected or {}).items():
-        assert C.get_value(cfg, key) == _coerced(key, value), (key, value)
+        assert get_value(cfg, key) == _coerced(key, value), (key, value)
     return cfg
 
 
@@ -211,7 +211,7 @@ def check(call, named: set[str], expected: dict | None = None) -> Config | None:
 @given(sets=st.lists(assignment(), max_size=5) | st.lists(
            st.sampled_from(REAL_KEYS).flatmap(lambda k: valid_value(k).map(lambda v: f"{k}={toml_literal(v)}")),
            max_size=6),
-       preset=st.none() | st.none() | st.sampled_from([*C.preset_names(), "nope", "", "../presets/quickstart"]),
+       preset=st.none() | st.none() | st.sampled_from([*preset_names(), "nope", "", "../presets/quickstart"]),
        overrides=st.dictionaries(st.sampled_from([*RUN_OPTIONS, "nosuch"]),
                                  st.none() | scalars | st.sampled_from(RUN_OPTIONS).flatmap(
                                      lambda n: valid_value(f"run.{n}")), max_size=3))
@@ -225,11 +225,11 @@ def _fuzz_set_assignments(sets, preset, overrides):
         key = key.strip()
         if sep and key in FIELDS and not (key.startswith("run.") and overrides.get(key[4:]) is not None):
             try:
-                expected[key] = C.parse_set(a)[1]
+                expected[key] = parse_set(a)[1]
             except ConfigError:
                 pass
     expected.update({f"run.{n}": v for n, v in overrides.items() if v is not None and f"run.{n}" in FIELDS})
-    check(lambda: C.build(preset=preset, sets=sets, **overrides), named, expected)
+    check(lambda: build(preset=preset, sets=sets, **overrides), named, expected)
 
 
 # ----------------------------------------------------------------------------- (b) TOML files
@@ -243,11 +243,11 @@ def toml_document(draw) -> tuple[bytes, set[str], dict]:
     for key, value in pairs:
         section, _, name = key.partition(".")
         doc.setdefault(section, {})[name] = value
-    junk_keys = draw(st.lists(st.tuples(st.sampled_from(C.SECTIONS), st.text(max_size=8), any_value), max_size=2)
+    junk_keys = draw(st.lists(st.tuples(st.sampled_from(SECTIONS), st.text(max_size=8), any_value), max_size=2)
                      if draw(st.integers(0, 2)) == 0 else st.just([]))
     for section, name, value in junk_keys:
         doc.setdefault(section, {})[name] = value
-    junk_sections = draw(st.dictionaries(st.one_of(st.text(max_size=8), st.sampled_from(C.SECTIONS)),
+    junk_sections = draw(st.dictionaries(st.one_of(st.text(max_size=8), st.sampled_from(SECTIONS)),
                                          st.one_of(any_value, st.dictionaries(st.sampled_from(FIELD_NAMES),
                                                                               any_value, max_size=2)),
                                          max_size=2))
@@ -256,8 +256,8 @@ def toml_document(draw) -> tuple[bytes, set[str], dict]:
     text = tomli_w.dumps(doc)
     tail = draw(st.sampled_from(["none"] * 12 + ["huge", "deep", "garbage", "binary", "latin1"]))
     if tail == "huge":       # a literal tomli_w cannot write: an integer over Python's digit limit
-        section = next(s for s in C.SECTIONS if s not in doc)
-        name = draw(st.sampled_from([f.name for f in C.section_fields(section)]))
+        section = next(s for s in SECTIONS if s not in doc)
+        name = draw(st.sampled_from([f.name for f in section_fields(section)]))
         text += f"\n[{section}]\n{name} = {draw(st.sampled_from(HUGE_INT_TEXTS[:2]))}\n"
     elif tail == "deep":
         text = f"zz = {draw(st.sampled_from(DEEP_TEXTS))}\n" + text
@@ -291,7 +291,7 @@ def _fuzz_config_files(path):
         path.write_bytes(data)
         for a in sets:
             named |= {a, a.partition("=")[0].strip()}
-        check(lambda: C.build(config_file=path, sets=sets), named, None if sets else expected)
+        check(lambda: build(config_file=path, sets=sets), named, None if sets else expected)
     fuzz()
 
 
@@ -324,7 +324,7 @@ def nested_dict(draw) -> dict:
             continue
         doc.setdefault(section, {})[name] = value
     if draw(st.integers(0, 4)) == 0:
-        doc[draw(st.sampled_from([*C.SECTIONS, "nosuch", ""]))] = draw(python_values)
+        doc[draw(st.sampled_from([*SECTIONS, "nosuch", ""]))] = draw(python_values)
     return doc
 
 
@@ -332,7 +332,7 @@ def nested_dict(draw) -> dict:
 @given(data=nested_dict())
 def _fuzz_from_dict(data):
     named = set(data) | {f"{s}.{k}" for s, v in data.items() if isinstance(v, dict) for k in v}
-    check(lambda: C.from_dict(data), named)
+    check(lambda: from_dict(data), named)
 
 
 # ----------------------------------------------------------------------------- the tests
@@ -376,7 +376,7 @@ def test_fuzz_config_dicts_valid_or_one_error_naming_the_field():
         "number-for-list-wording"])
 def test_found_by_fuzzing(sets, key, allowed):
     with pytest.raises(ConfigError) as e:
-        C.build(sets=sets)
+        build(sets=sets)
     msg = str(e.value)
     assert e.value.key == key and printable(key) in msg and allowed in msg and "\n" not in msg, msg
     assert len(msg) < 500
@@ -386,24 +386,24 @@ def test_found_by_fuzzing(sets, key, allowed):
                                           ("x" * 10_000, "…")], ids=["huge-int", "deep-list", "long-string"])
 def test_an_unprintable_or_long_value_is_shown_shortly(value, shown):
     with pytest.raises(ConfigError) as e:
-        C.from_dict({"policy": {"lam": value}})
+        from_dict({"policy": {"lam": value}})
     assert shown in str(e.value) and len(str(e.value)) < 400
 
 
 def test_a_config_file_that_is_a_folder_or_unreadable_is_a_config_error(tmp_path):
     for path, allowed in [(tmp_path, "folder"), ("", "folder"), ("a\0b", "cannot read")]:
         with pytest.raises(ConfigError) as e:
-            C.build(config_file=path)
+            build(config_file=path)
         assert e.value.key == "config" and allowed in str(e.value), str(e.value)
     huge = tmp_path / "huge.toml"
     huge.write_text("[run]\nseed = 1" + "0" * 5000 + "\n", encoding="utf-8")
     with pytest.raises(ConfigError, match="digits"):
-        C.build(config_file=huge)
+        build(config_file=huge)
     cr = tmp_path / "cr.toml"               # read as bytes: a lone CR is not a TOML newline
     cr.write_bytes(b"[policy]\rlam = 0.5\n")
     with pytest.raises(ConfigError, match="not valid TOML"):
-        C.build(config_file=cr)
+        build(config_file=cr)
     deep = tmp_path / "deep.toml"
     deep.write_text("x = " + "[" * 50_000 + "]" * 50_000 + "\n", encoding="utf-8")
     with pytest.raises(ConfigError, match="nested too deeply"):
-        C.build(config_file=deep)
+        build(config_file=deep)

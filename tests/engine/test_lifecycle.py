@@ -10,7 +10,7 @@ import time
 import torch
 
 from rla_engine import checkpoint
-from rla_engine import config as C
+from rla_engine.config import build
 from rla_engine import metrics
 from rla_engine.loop.trainer import Trainer
 from rla_engine.paths import checkpoints_dir
@@ -27,7 +27,7 @@ def comparable(store, run_id):
 
 def test_nan_loss_fails_the_run_and_keeps_history(tmp_path, monkeypatch):
     store = open_store(tmp_path / "h.db")
-    cfg = C.build(preset="tiny", sets=["run.iterations=6"])
+    cfg = build(preset="tiny", sets=["run.iterations=6"])
     tr = Trainer(cfg, torch.device("cpu"))
     store.create_run("r", name="nan", preset="", config=cfg.to_dict(), device="cpu")
     real = type(tr.policy).log_prob

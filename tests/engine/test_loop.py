@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from rla_engine import checkpoint
-from rla_engine import config as C
+from rla_engine.config import build
 from rla_engine import metrics
 from rla_engine.loop import trainer as trainer_mod
 from rla_engine.loop.trainer import Trainer
@@ -15,7 +15,7 @@ from rla_engine.tasks import family_names
 
 
 def tiny(*sets, family="gridworld"):
-    return C.build(preset="tiny", sets=[f"task.family={family}", *sets])
+    return build(preset="tiny", sets=[f"task.family={family}", *sets])
 
 
 def without_perf(m):

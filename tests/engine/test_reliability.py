@@ -143,11 +143,11 @@ def test_a_failure_is_recorded_at_the_last_committed_iteration_and_survives_resu
 def test_when_the_disk_fills_the_reserve_is_given_up_to_record_the_failure(tmp_path, monkeypatch):
     import torch
 
-    from rla_engine import config as C
+    from rla_engine.config import build
     from rla_engine.loop.trainer import Trainer
     from rla_engine.runner import Runner
     store = open_store(tmp_path / "h.db")
-    cfg = C.build(preset="tiny", sets=["run.iterations=5"])
+    cfg = build(preset="tiny", sets=["run.iterations=5"])
     tr = Trainer(cfg, torch.device("cpu"))
     store.create_run("r", name="full", preset="", config=cfg.to_dict(), device="cpu")
     real_save, real_end = checkpoint.save, store.end_run
@@ -178,11 +178,11 @@ def test_when_the_disk_fills_the_reserve_is_given_up_to_record_the_failure(tmp_p
 def test_a_failed_commit_names_the_iteration_that_was_not_stored(tmp_path, monkeypatch):
     import torch
 
-    from rla_engine import config as C
+    from rla_engine.config import build
     from rla_engine.loop.trainer import Trainer
     from rla_engine.runner import Runner
     store = open_store(tmp_path / "h.db")
-    cfg = C.build(preset="tiny", sets=["run.iterations=5"])
+    cfg = build(preset="tiny", sets=["run.iterations=5"])
     tr = Trainer(cfg, torch.device("cpu"))
     store.create_run("r", name="x", preset="", config=cfg.to_dict(), device="cpu")
     real = store.commit_iteration
@@ -321,9 +321,9 @@ def test_database_checkpoints_and_logs_are_private(tmp_path):
         db = home / "h.db"
 
         async def start():
-            from rla_engine import config as C
+            from rla_engine.config import build
             client = EngineClient(db)
-            run_id = await client.start(C.build(preset="tiny", sets=["run.iterations=2"]))
+            run_id = await client.start(build(preset="tiny", sets=["run.iterations=2"]))
             await client.wait(run_id)
             await client.close()
             return run_id

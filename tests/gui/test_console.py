@@ -8,7 +8,7 @@ import textwrap
 import pytest
 from PySide6 import QtCore
 
-from rla_engine import config as C
+from rla_engine.config import build
 from rla_engine import metrics
 from rla_engine.paths import checkpoints_dir, log_path
 from rla_engine.store import open_store
@@ -66,7 +66,7 @@ def test_console_never_imports_torch(tmp_path):
 def test_start_watch_pause_override_resume_stop(window, drive, qtbot):
     async def scenario():
         form = window.run_form
-        cfg = C.build(preset="tiny", sets=["run.iterations=5000"])
+        cfg = build(preset="tiny", sets=["run.iterations=5000"])
         form.load_config(cfg.to_dict())
         form.name_edit.setText("console e2e")
         assert form.start_button.isEnabled()
@@ -164,7 +164,7 @@ def test_engine_failure_is_shown_with_the_log_tail(window, drive):
         pytest.skip("needs a machine without CUDA")
 
     async def scenario():
-        window.run_form.load_config(C.build(preset="tiny", sets=["run.device=cuda"]).to_dict())
+        window.run_form.load_config(build(preset="tiny", sets=["run.device=cuda"]).to_dict())
         window.run_form.start_button.click()
         await until(lambda: getattr(window, "_failure_box", None) is not None, what="failure dialog")
         return window._failure_box.detailedText()
