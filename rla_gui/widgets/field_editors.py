@@ -50,6 +50,9 @@ class FieldEditor(QObject):
     """
 
     changed = Signal()
+    # each editor class below defines both (value() raises ValueError on text it cannot parse)
+    value: Callable[[], Any]
+    set_value: Callable[[Any], None]
 
     def __init__(self, key: str, field: dataclasses.Field, widget: QWidget):
         super().__init__(widget)  # lives exactly as long as its widget
@@ -62,12 +65,6 @@ class FieldEditor(QObject):
         # Scrolling a long form must not change whatever value the pointer passes over.
         widget.setFocusPolicy(Qt.FocusPolicy.StrongFocus)
         widget.installEventFilter(self)
-
-    def value(self) -> Any:
-        raise NotImplementedError
-
-    def set_value(self, value: Any) -> None:
-        raise NotImplementedError
 
     def raw(self) -> Any:
         """What the user typed, for error messages when `value()` fails."""
