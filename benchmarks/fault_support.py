@@ -503,13 +503,8 @@ def console_main(argv: list[str]) -> int:
     win.ask_close_choice = lambda run_id: "detach"
     win.resize(1400, 900)
     win.show()
-    shown_failure = win._on_engine_failed
-
-    def on_failed(run_id, message):
-        error(f"error dialog (engine failed) for {run_id}: {last_line(message)}")
-        shown_failure(run_id, message)
-    win.session.failed.disconnect()
-    win.session.failed.connect(on_failed)
+    win.controller.engine_failed.connect(
+        lambda run_id, message: error(f"error dialog (engine failed) for {run_id}: {last_line(message)}"))
     win.statusBar().messageChanged.connect(lambda m: m.lower().startswith("error") and error(f"status bar: {m}"))
 
     t0 = time.monotonic()

@@ -29,7 +29,13 @@ START_TIMEOUT_S = 60.0
 
 
 class EngineError(RuntimeError):
-    """The engine process failed; the message carries the tail of its log."""
+    """A request the client could not carry out: the engine (or the report tool) failed, or the
+    request was refused. `log` is the failed process's output, worth showing in full (None for a
+    refusal); the message is the one-line cause followed by that output."""
+
+    def __init__(self, cause: str, log: str | None = None):
+        super().__init__(cause if log is None else f"{cause}:\n{log}")
+        self.cause, self.log = cause, log
 
 
 @dataclass
@@ -100,9 +106,9 @@ class EngineClient:
             if run is not None and run["pid"] == proc.pid:
                 return
             if exited:
-                raise EngineError(f"engine exited with code {proc.returncode}:\n{self.log_tail(run_id)}")
+                raise EngineError(f"engine exited with code {proc.returncode}", self.log_tail(run_id))
             if asyncio.get_running_loop().time() > deadline:
-                raise EngineError(f"engine did not start within {START_TIMEOUT_S:.0f} s:\n{self.log_tail(run_id)}")
+                raise EngineError(f"engine did not start within {START_TIMEOUT_S:.0f} s", self.log_tail(run_id))
             await asyncio.sleep(POLL_S)
 
     async def start(self, cfg: Config, *, preset: str | None = None, name: str | None = None,
@@ -199,7 +205,7 @@ class EngineClient:
         output, _ = await proc.communicate()
         text = output.decode(errors="replace").strip()
         if proc.returncode != 0:
-            raise EngineError(f"export failed (exit {proc.returncode}):\n{text}")
+            raise EngineError(f"export failed (exit {proc.returncode})", text)
         return text
 
     async def set_notes(self, run_id: str, notes: str) -> None:
@@ -265,8 +271,8 @@ class EngineClient:
             code = await proc.wait()
             run = await self.run(run_id)
             if code != 0:
-                raise EngineError(f"engine exited with code {code} ({run and run['status']}):\n"
-                                  f"{self.log_tail(run_id)}")
+                raise EngineError(f"engine exited with code {code} ({run and run['status']})",
+                                  self.log_tail(run_id))
             return run["status"] if run else "missing"
         while True:
             run = await self.run(run_id)

@@ -1,12 +1,15 @@
 """What a run amounts to, computed one way for every place that shows it (`rla runs`/`show`,
 the history table, the comparison, the report): its duration and how its configuration differs
-from other runs'. Pure Python over run rows and config dicts."""
+from other runs', and the final and best values of its headline metrics. Torch-free: run rows,
+config dicts and numpy arrays."""
 from __future__ import annotations
 
 import json
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
+
+import numpy as np
 
 from . import metrics
 from .vocabulary import LIVE
@@ -48,3 +51,27 @@ def config_differences(configs: list[Mapping[str, Any]]) -> list[str]:
     keys = sorted(set().union(*flat)) if flat else []
     return [k for k in keys
             if len({json.dumps(f[k], sort_keys=True, default=str) if k in f else None for f in flat}) > 1]
+
+
+# The rows of a run's summary (the comparison's summary tab, the report's summary table): label,
+# key, and whether the highest value means anything (a best μ or difficulty does not).
+HEADLINE_ROWS = (("success (train)", metrics.SUCCESS, True), ("eval success", metrics.EVAL_SUCCESS, True),
+                 ("outcome agreement", metrics.OUTCOME_AGREEMENT, True),
+                 ("process agreement", metrics.PROCESS_AGREEMENT, True),
+                 ("μ", metrics.MU, False), ("pool difficulty (mean)", metrics.DIFFICULTY_MEAN, False),
+                 ("tasks in band", metrics.IN_BAND, False))
+
+
+def final_value(values: Sequence[float] | np.ndarray) -> float | None:
+    """The value at the last committed iteration (None for a key never logged)."""
+    return float(values[-1]) if len(values) else None
+
+
+def best_value(iterations: Sequence[int] | np.ndarray,
+               values: Sequence[float] | np.ndarray) -> tuple[float | None, int | None]:
+    """The highest value and the iteration that first reached it; (None, None) when no value is finite."""
+    v = np.asarray(values, dtype=np.float64)
+    if not np.isfinite(v).any():
+        return None, None
+    i = int(np.nanargmax(v))
+    return float(v[i]), int(iterations[i])

@@ -1,19 +1,18 @@
-"""The main window: docks, menus, toolbar and status bar — composition only, no logic of its own
-beyond routing panel requests to the session's EngineClient."""
+"""The main window: builds the panels, lays them out in docks and menus, and wires their requests
+to the ConsoleController (napari's pattern). It holds no workflow of its own — only what needs a
+window: dialogs (file choosers, confirmations, the failure box) and where a comparison opens."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from pathlib import Path
 from typing import ClassVar, cast
 
 from PySide6 import QtCore, QtGui, QtWidgets
 
-from rla_engine.config import Config
-from rla_engine.client import EngineClient
-from rla_engine.summary import SUMMARY_KEYS
-from rla_engine.vocabulary import LIVE, CommandKind, EventKind
+from rla_engine.vocabulary import CommandKind
 
+from .controller import ConsoleController
+from .panels.comparison import ComparisonPanel
 from .panels.controls import ControlsPanel
 from .panels.dashboard import DashboardPanel
 from .panels.episode_view import EpisodeViewPanel
@@ -24,12 +23,11 @@ from .panels.run_form import RunFormPanel
 from .run_data import RunData
 from .session import RunSession
 from .theme import apply_plot_theme
-from .widgets.status import StatusLine
+from .widgets.status_line import StatusLine
 
-HISTORY_EVERY_S = 2.0
 SHORTCUTS = [("Space", "Pause / resume the open run"), ("Ctrl+N", "New run"), ("Ctrl+F", "Find a run in the history"),
              ("Ctrl+E", "Export the selected runs (HTML, PDF, CSV, JSON)"),
-             ("Ctrl+O", "Open a database"), ("Ctrl+Q", "Quit")]
+             ("Ctrl+O", "Open a database"), ("Ctrl+W", "Close the comparison tab"), ("Ctrl+Q", "Quit")]
 
 
 class MainWindow(QtWidgets.QMainWindow):
@@ -37,31 +35,51 @@ class MainWindow(QtWidgets.QMainWindow):
         super().__init__()
         self.settings = settings or QtCore.QSettings()
         apply_plot_theme()
-        self.data = RunData()
-        self.dashboard = DashboardPanel(self.data)
-        self.setCentralWidget(self.dashboard)
+        self.controller = ConsoleController(db_path, self)
+        session = self.controller.session
+        self.dashboard = DashboardPanel(session)
         self.run_form = RunFormPanel()
         self.history = HistoryPanel()
-        self.pool = PoolTablePanel()
-        self.events = EventLogPanel()
-        self.episode = EpisodeViewPanel()
-        self.controls = ControlsPanel()
-        self.status_line = StatusLine(self.statusBar())
+        self.pool = PoolTablePanel(session)
+        self.events = EventLogPanel(session)
+        self.episode = EpisodeViewPanel(session)
+        self.controls = ControlsPanel(session)
+        self.status_line = StatusLine(self.statusBar(), session)
+        self.comparisons: list[ComparisonPanel] = []
+        self.views = QtWidgets.QTabWidget()
+        self.views.setDocumentMode(True)
+        self.views.setTabsClosable(True)
+        self.views.addTab(self.dashboard, "Run")
+        self.views.tabBar().setTabButton(0, QtWidgets.QTabBar.ButtonPosition.RightSide, None)   # always there
+        self.views.tabCloseRequested.connect(self._close_view)
+        self.setCentralWidget(self.views)
         self._docks()
         self._menus()
-        self._wire_panels()
-        self.session: RunSession          # open_database below sets it; it is never None after
+        self._wire()
         self.signal_notifier: QtCore.QObject | None = None   # app.py keeps its SIGTERM watcher here
-        self._history_task: asyncio.Task | None = None
         self._closing = False
         self.finished: asyncio.Future | None = None
         self.open_database(db_path)
-        self._restore_preferences()
+        self.dashboard.restore_state(self.settings)
+        self.run_form.restore_state(self.settings)
         if not self.restoreGeometry(cast(QtCore.QByteArray, self.settings.value("geometry", QtCore.QByteArray()))):
             self.resize(1500, 950)
         if not self.restoreState(cast(QtCore.QByteArray, self.settings.value("state", QtCore.QByteArray()))):
             self.resizeDocks([self.form_dock, self.pool_dock], [360, 330], QtCore.Qt.Orientation.Horizontal)
             self.resizeDocks([self.events_dock], [200], QtCore.Qt.Orientation.Vertical)
+
+    # what tests, benchmarks and the fault harness read: the controller's state, by its old names
+    @property
+    def session(self) -> RunSession:
+        return self.controller.session
+
+    @property
+    def data(self) -> RunData:
+        return self.controller.session.data
+
+    @property
+    def db_path(self) -> Path:
+        return self.controller.db_path
 
     # -- layout ------------------------------------------------------------------------------
     def _dock(self, title: str, widget: QtWidgets.QWidget, area) -> QtWidgets.QDockWidget:
@@ -111,166 +129,97 @@ class MainWindow(QtWidgets.QMainWindow):
         self._action(file, "&Quit", self.close, "Ctrl+Q")
         run = m.addMenu("&Run")
         self.pause_action = self._action(run, "&Pause / resume", self.controls.toggle_pause, "Space")
-        self._action(run, "&Stop", lambda: self._command("stop"))
+        self._action(run, "&Stop", lambda: self.controller.command(CommandKind.STOP))
         self._action(run, "&Find run…", self.find_run, "Ctrl+F")
         view = m.addMenu("&View")
         for dock in self.docks:
             view.addAction(dock.toggleViewAction())
+        view.addSeparator()
+        self._action(view, "&Close comparison", lambda: self._close_view(self.views.currentIndex()), "Ctrl+W")
         help_ = m.addMenu("&Help")
         self._action(help_, "&Shortcuts", self.show_shortcuts)
 
-    def _wire_panels(self) -> None:
-        self.run_form.start_requested.connect(lambda cfg, preset, name: self._spawn(self._start(cfg, preset, name)))
-        h = self.history
+    def _wire(self) -> None:
+        c, h, k = self.controller, self.history, self.controls
+        self.run_form.start_requested.connect(c.start)
         h.open_requested.connect(self.open_run)
-        h.clone_requested.connect(lambda rid: self._spawn(self._clone(rid)))
-        h.resume_requested.connect(lambda rid: self._spawn(self._resume_run(rid)))
-        h.archive_requested.connect(lambda rid, a: self._spawn(self.session.client.set_archived(rid, a)))
+        h.clone_requested.connect(c.clone)
+        h.resume_requested.connect(c.resume)
+        h.archive_requested.connect(c.set_archived)
         h.delete_requested.connect(self.ask_delete)
-        h.show_archived.toggled.connect(lambda _: self._spawn(self.refresh_history()))
-        h.compare_requested.connect(lambda ids: self._spawn(self.compare(ids)))
-        h.search_changed.connect(lambda text: self._spawn(self._search(text)))
-        h.notes_edited.connect(lambda rid, notes, tags: self._spawn(self._save_notes(rid, notes, tags)))
-        c = self.controls
-        c.pause_requested.connect(lambda: self._command(CommandKind.PAUSE))
-        c.resume_requested.connect(lambda: self._command(CommandKind.RESUME))
-        c.stop_requested.connect(lambda: self._command("stop"))
-        c.difficulty_requested.connect(lambda v: self._command(CommandKind.SET_DIFFICULTY, {"value": v}))
-        c.resume_run_requested.connect(
-            lambda: self.session.run_id and self._spawn(self._resume_run(self.session.run_id)))
+        h.show_archived_changed.connect(c.show_archived)
+        h.compare_requested.connect(c.compare)
+        h.search_changed.connect(c.search)
+        h.notes_edited.connect(c.save_notes)
+        k.pause_requested.connect(lambda: c.command(CommandKind.PAUSE))
+        k.resume_requested.connect(lambda: c.command(CommandKind.RESUME))
+        k.stop_requested.connect(lambda: c.command(CommandKind.STOP))
+        k.difficulty_requested.connect(lambda v: c.command(CommandKind.SET_DIFFICULTY, {"value": v}))
+        k.resume_run_requested.connect(c.resume_open_run)
+        c.history_changed.connect(h.set_runs)
+        c.search_matched.connect(h.show_matches)
+        c.run_opened.connect(h.select)
+        c.run_opened.connect(lambda _: self.views.setCurrentWidget(self.dashboard))
+        c.clone_ready.connect(self._clone_into_form)
+        c.comparison_ready.connect(self.show_comparison)
+        c.message.connect(lambda text, ms: self.statusBar().showMessage(text, ms))
+        c.engine_failed.connect(self.show_engine_failure)
+        c.database_opened.connect(self._on_database)
 
-    # -- database and session ----------------------------------------------------------------
+    # -- database, runs, comparisons -------------------------------------------------------------
     def open_database(self, path: Path) -> None:
-        old: RunSession | None = getattr(self, "session", None)
-        if old is not None:
-            self._spawn(old.shutdown())
-        self.db_path = Path(path)
-        self.session = RunSession(EngineClient(self.db_path), self)
-        s = self.session
-        s.cleared.connect(self._clear_run_view)
-        s.metrics_added.connect(self._on_metrics)
-        s.events_added.connect(self._on_events)
-        s.run_changed.connect(self._on_run)
-        s.pool_changed.connect(self.pool.set_rows)
-        s.failed.connect(self._on_engine_failed)
-        self.setWindowTitle(f"RLAnything console — {self.db_path}")
-        self.status_line.set_database(self.db_path)
-        self.settings.setValue("database", str(self.db_path))
-        if self._history_task is not None:
-            self._history_task.cancel()
-        self._history_task = asyncio.ensure_future(self._history_loop())
-        s.open(None)
+        self.controller.open_database(path)
+
+    def _on_database(self, path: Path) -> None:
+        self.setWindowTitle(f"RLAnything console — {path}")
+        self.status_line.set_database(path)
+        self.settings.setValue("database", str(path))
+        for index in reversed(range(1, self.views.count())):     # comparisons of the old database
+            self._close_view(index)
 
     def open_run(self, run_id: str) -> None:
-        self.session.open(run_id)
-        self.history.select(run_id)
+        self.controller.open_run(run_id)
 
-    def _clear_run_view(self) -> None:
-        self.data.clear()
-        self.dashboard.reset()
-        self.events.clear()
-        self.pool.set_rows([])
-        self.episode.show_episode(None)
-        self.controls.set_run(None)
-        self.status_line.set_run(None, None)
+    async def refresh_history(self) -> None:
+        await self.controller.refresh_history()
 
-    def _on_metrics(self, chunk: dict) -> None:
-        self.data.add(chunk)
-        self.status_line.set_rate(self.data)
+    def _clone_into_form(self, config: dict, preset: str) -> None:
+        self.run_form.load_config(config, preset)
+        self.show_new_run()
 
-    def _on_events(self, events: list[dict]) -> None:
-        self.dashboard.add_events(events)
-        self.events.append(events)
-        episodes = [e for e in events if e["kind"] == EventKind.EPISODE]
-        if episodes:
-            self.episode.show_episode(episodes[-1]["payload"])
-        for e in events:
-            if e["kind"] == EventKind.SET_DIFFICULTY and e["payload"].get("result", "").startswith("applied"):
-                self.controls.set_override((e["payload"].get("payload") or {}).get("value"))
+    def show_comparison(self, runs: list) -> ComparisonPanel:
+        panel = ComparisonPanel(runs)
+        panel.restore_state(self.settings)
+        self.comparisons.append(panel)
+        self.views.addTab(panel, panel.title())
+        self.views.setTabToolTip(self.views.count() - 1, panel.windowTitle())
+        self.views.setCurrentWidget(panel)
+        return panel
 
-    def _on_run(self, run: dict) -> None:
-        self.controls.set_run(run)
-        self.status_line.set_run(run, self.data)
+    def _close_view(self, index: int) -> None:
+        panel = self.views.widget(index)
+        if isinstance(panel, ComparisonPanel):
+            panel.save_state(self.settings)
+            self.views.removeTab(index)
+            self.comparisons.remove(panel)
+            panel.deleteLater()
 
-    def _on_engine_failed(self, run_id: str, message: str) -> None:
+    def show_engine_failure(self, run_id: str, message: str) -> None:
         box = QtWidgets.QMessageBox(QtWidgets.QMessageBox.Icon.Critical, "Engine failed",
-                                    f"The engine of run {run_id} failed.", parent=self)
+                                    f"The engine of run {run_id} failed." if run_id else "The engine failed.",
+                                    parent=self)
         box.setDetailedText(message)
         box.setInformativeText(message.splitlines()[-1] if message else "")
         box.show()
         self._failure_box = box   # tests read it; a modal exec() would block the event loop
 
-    async def _history_loop(self) -> None:
-        while not self._closing:
-            with contextlib.suppress(Exception):
-                await self.refresh_history()
-            await asyncio.sleep(HISTORY_EVERY_S)
-
-    async def refresh_history(self) -> None:
-        rows = await self.session.client.run_summaries(list(SUMMARY_KEYS), self.history.show_archived.isChecked())
-        self.history.set_runs(rows)
-
-    # -- actions -----------------------------------------------------------------------------
-    def _spawn(self, coro) -> asyncio.Task:
-        task = asyncio.ensure_future(coro)
-        task.add_done_callback(self._report)
-        return task
-
-    def _report(self, task: asyncio.Task) -> None:
-        if not task.cancelled() and task.exception() is not None:
-            self.statusBar().showMessage(f"error: {task.exception()}", 10_000)
-            if hasattr(task.exception(), "args") and "\n" in str(task.exception()):
-                self._on_engine_failed(self.session.run_id or "", str(task.exception()))
-
-    def _command(self, kind: str, payload: dict | None = None) -> None:
-        if self.session.run_id and self.controls.status in LIVE:
-            self._spawn(self.session.client.command(self.session.run_id, kind, payload))
-
-    async def _start(self, cfg: Config, preset: str, name: str) -> None:
-        self.statusBar().showMessage("starting the engine…")
-        run_id = await self.session.client.start(cfg, preset=preset or None, name=name or None)
-        self.session.track(run_id)
-        self.open_run(run_id)
-        await self.refresh_history()
-        self.statusBar().showMessage(f"run {run_id} started", 5000)
-
-    async def _resume_run(self, run_id: str) -> None:
-        await self.session.client.resume_run(run_id)
-        self.session.track(run_id)
-        self.open_run(run_id)
-
-    async def _clone(self, run_id: str) -> None:
-        run = await self.session.client.run(run_id)
-        if run is None:
-            return
-        import json
-        self.run_form.load_config(json.loads(run["config_json"]), run.get("preset") or "")
-        self.show_new_run()
-
-    async def compare(self, run_ids: list[str]):
-        from .panels.compare import CompareWindow
-        win = CompareWindow(self)
-        await win.load(self.session.client, run_ids)
-        win.show()
-        self.compare_windows = [w for w in getattr(self, "compare_windows", []) if w.isVisible()] + [win]
-        return win
-
-    async def _search(self, text: str) -> None:
-        ids = await self.session.client.search_runs(text) if text.strip() else []
-        if self.history.filter.text() == text:      # a later keystroke may have overtaken this one
-            self.history.proxy.set_extra_ids(set(ids))
-
-    async def _save_notes(self, run_id: str, notes: str, tags: list[str]) -> None:
-        await self.session.client.set_notes(run_id, notes)
-        await self.session.client.set_tags(run_id, tags)
-        await self.refresh_history()
-        self.statusBar().showMessage(f"notes of {run_id} saved", 3000)
-
+    # -- dialogs -----------------------------------------------------------------------------
     EXPORT_FILTERS: ClassVar[dict[str, str]] = {"HTML report (*.html)": "html", "PDF report (*.pdf)": "pdf",
                       "CSV, long format (*.csv)": "csv", "JSON, re-importable (*.json)": "json"}
 
     def ask_export(self) -> None:
-        ids = self.history.selected_ids() or ([self.session.run_id] if self.session.run_id else [])
+        session = self.controller.session
+        ids = self.history.selected_ids() or ([session.run_id] if session.run_id else [])
         if not ids:
             self.statusBar().showMessage("select a run (or several) in the history to export", 5000)
             return
@@ -280,25 +229,13 @@ class MainWindow(QtWidgets.QMainWindow):
             fmt = self.EXPORT_FILTERS.get(chosen) or Path(path).suffix.lstrip(".") or "html"
             # the file dialog already asked about overwriting; a link the user picked means its
             # target (the report tool itself refuses links, and anything but a regular file)
-            self._spawn(self._export(ids, fmt, Path(path).resolve(), force=True))
-
-    async def _export(self, run_ids: list[str], fmt: str, path: Path, force: bool) -> str:
-        self.statusBar().showMessage(f"exporting {len(run_ids)} run(s) to {path}…")
-        text = await self.session.client.export(run_ids, fmt, path, force)
-        self.statusBar().showMessage(text.splitlines()[-1] if text else f"wrote {path}", 8000)
-        return text
+            self.controller.export(ids, fmt, Path(path).resolve(), force=True)
 
     def ask_delete(self, run_id: str) -> None:
         answer = QtWidgets.QMessageBox.question(
             self, "Delete run", f"Delete run {run_id} with its checkpoints and log? This cannot be undone.")
         if answer == QtWidgets.QMessageBox.StandardButton.Yes:
-            self._spawn(self._delete(run_id))
-
-    async def _delete(self, run_id: str) -> None:
-        await self.session.client.delete_run(run_id)
-        if self.session.run_id == run_id:
-            self.session.open(None)
-        await self.refresh_history()
+            self.controller.delete(run_id)
 
     def show_new_run(self) -> None:
         self.form_dock.show()
@@ -307,8 +244,7 @@ class MainWindow(QtWidgets.QMainWindow):
     def find_run(self) -> None:
         self.history_dock.show()
         self.history_dock.raise_()
-        self.history.filter.setFocus()
-        self.history.filter.selectAll()
+        self.history.focus_search()
 
     def ask_open_database(self) -> None:
         path, _ = QtWidgets.QFileDialog.getOpenFileName(self, "Open database", str(self.db_path.parent),
@@ -329,32 +265,17 @@ class MainWindow(QtWidgets.QMainWindow):
         box.show()
         self._shortcuts_box = box
 
-    # -- preferences -------------------------------------------------------------------------
+    # -- closing -----------------------------------------------------------------------------
     def save_state(self) -> None:
-        self._save_preferences()
+        self.dashboard.save_state(self.settings)
+        self.run_form.save_state(self.settings)
+        for comparison in self.comparisons:
+            comparison.save_state(self.settings)
         self.settings.setValue("geometry", self.saveGeometry())
         self.settings.setValue("state", self.saveState())
 
-    def _restore_preferences(self) -> None:
-        d, st = self.dashboard, self.settings
-        d.x_axis.setCurrentText(str(st.value("plots/x_axis", d.x_axis.currentText())))
-        d.smoothing.setValue(int(str(st.value("plots/smoothing", d.smoothing.value()))))
-        d.log_y.setChecked(str(st.value("plots/log_y", "false")) == "true")
-        preset = str(st.value("form/preset", "quickstart"))
-        if self.run_form.preset_combo.findText(preset) >= 0:
-            self.run_form.preset_combo.setCurrentText(preset)
-
-    def _save_preferences(self) -> None:
-        d, st = self.dashboard, self.settings
-        st.setValue("plots/x_axis", d.x_axis.currentText())
-        st.setValue("plots/smoothing", d.smoothing.value())
-        st.setValue("plots/log_y", "true" if d.log_y.isChecked() else "false")
-        st.setValue("form/preset", self.run_form.preset_combo.currentText())
-
-    # -- closing -----------------------------------------------------------------------------
     def live_run_id(self) -> str | None:
-        s = self.session
-        return s.run_id if s and s.run and s.run["status"] in LIVE else None
+        return self.controller.live_run_id()
 
     def closeEvent(self, event: QtGui.QCloseEvent) -> None:
         run_id = self.live_run_id()
@@ -367,20 +288,13 @@ class MainWindow(QtWidgets.QMainWindow):
             choice = "detach"
         self._closing = True
         self.save_state()
-        if self._history_task is not None:
-            self._history_task.cancel()
-        self.finished = asyncio.ensure_future(self._shutdown(run_id if choice == "stop" else None))
+        self.finished = self.controller.close(run_id if choice == "stop" else None)
         event.accept()
-
-    async def _shutdown(self, stop_run: str | None) -> None:
-        """What must happen after the window closed: the stop command lands, the client closes."""
-        if stop_run is not None:
-            await self.session.client.stop(stop_run)
-        await self.session.shutdown()
 
     def ask_close_choice(self, run_id: str) -> str:
         """'stop', 'detach' or 'cancel' (tests replace this to answer without a modal dialog)."""
-        status = self.session.run["status"] if self.session.run else "live"
+        run = self.controller.session.run
+        status = run["status"] if run else "live"
         box = QtWidgets.QMessageBox(QtWidgets.QMessageBox.Icon.Question, "A run is live",
                                     f"Run {run_id} is still {status}.", parent=self)
         stop = box.addButton("Stop it (checkpoint)", QtWidgets.QMessageBox.ButtonRole.DestructiveRole)

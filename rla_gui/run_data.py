@@ -6,6 +6,8 @@ time since the run's first stored iteration.
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import numpy as np
 
 from rla_engine import metrics
@@ -50,7 +52,7 @@ class RunData:
         self.t0 = None
         self.version += 1
 
-    def add(self, chunk: dict[str, tuple[list, list, list]]) -> set[str]:
+    def add(self, chunk: Mapping[str, tuple[np.ndarray | list, ...]]) -> set[str]:
         for key, (its, vals, ts) in chunk.items():
             col = self.columns.get(key)
             if col is None:

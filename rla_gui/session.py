@@ -1,8 +1,10 @@
 """RunSession: the console's view of one run, fed from the database by an asyncio task.
 
-The session owns the EngineClient of the open database. `open(run_id)` starts watching a run
-(live or finished — the same path serves both, DESIGN §1); panels connect to its signals and
-never touch the database themselves.
+The session lives as long as the window; `use_client` points it at another database. It holds
+the open run's columns (`data`, a RunData) and fills them before `metrics_added` fires, so every
+panel that draws them sees the same state. `open(run_id)` starts watching a run (live or
+finished — the same path serves both, DESIGN §1); panels are given the session when they are
+built, connect to its signals themselves and never touch the database.
 """
 from __future__ import annotations
 
@@ -11,16 +13,18 @@ import contextlib
 
 from PySide6 import QtCore
 
-from rla_engine.client import EngineClient
+from rla_engine.client import EngineClient, EngineError
 from rla_engine.vocabulary import LIVE, RunRow, TaskStatus
+
+from .run_data import RunData
 
 POOL_EVERY_S = 1.0
 
 
 class RunSession(QtCore.QObject):
-    cleared = QtCore.Signal()                 # a different run was opened, or it was rewound
+    cleared = QtCore.Signal()                 # a different run was opened, or it was rewound; data is empty
     run_changed = QtCore.Signal(dict)         # the run row, as often as it is read
-    metrics_added = QtCore.Signal(dict)       # key -> (iterations, values, t)
+    metrics_added = QtCore.Signal(dict)       # key -> (iterations, values, t), already in data
     events_added = QtCore.Signal(list)
     pool_changed = QtCore.Signal(list)        # active and pending task rows
     failed = QtCore.Signal(str, str)          # run id, message with the log's tail
@@ -28,6 +32,7 @@ class RunSession(QtCore.QObject):
     def __init__(self, client: EngineClient, parent=None):
         super().__init__(parent)
         self.client = client
+        self.data = RunData()
         self.run_id: str | None = None
         self.run: RunRow | None = None
         self._task: asyncio.Task | None = None
@@ -35,9 +40,17 @@ class RunSession(QtCore.QObject):
         self._waiters: dict[str, asyncio.Task] = {}
 
     # -- opening -----------------------------------------------------------------------------
+    def use_client(self, client: EngineClient) -> asyncio.Task:
+        """Switch to another database: no run open; the old client closes in the returned task."""
+        old, self.client = self.client, client
+        self.open(None)
+        waiters, self._waiters = list(self._waiters.values()), {}
+        return asyncio.ensure_future(self._close(old, waiters))
+
     def open(self, run_id: str | None) -> None:
         self.close_watch()
         self.run_id, self.run = run_id, None
+        self.data.clear()
         self.cleared.emit()
         if run_id is not None:
             self._task = asyncio.ensure_future(self._watch(run_id))
@@ -58,12 +71,14 @@ class RunSession(QtCore.QObject):
             if run_id != self.run_id:
                 return
             if update.rewound:
+                self.data.clear()
                 self.cleared.emit()
                 # the rewound history is re-read in full on the next open
                 asyncio.get_running_loop().call_soon(self.reopen)
                 return
             self.run = update.run
             if update.metrics:
+                self.data.add(update.metrics)
                 self.metrics_added.emit(update.metrics)
             if update.events:
                 self.events_added.emit(update.events)
@@ -92,8 +107,10 @@ class RunSession(QtCore.QObject):
         async def waiter():
             try:
                 await self.client.wait(run_id)
-            except Exception as e:   # EngineError carries the log tail
+            except EngineError as e:   # its text carries the log's tail
                 self.failed.emit(run_id, str(e))
+            except Exception as e:     # the database went away while waiting: still say so
+                self.failed.emit(run_id, f"{type(e).__name__}: {e}")
             finally:
                 self._waiters.pop(run_id, None)
         self._waiters[run_id] = asyncio.ensure_future(waiter())
@@ -103,8 +120,12 @@ class RunSession(QtCore.QObject):
 
     async def shutdown(self) -> None:
         self.close_watch()
-        for task in list(self._waiters.values()):
+        await self._close(self.client, list(self._waiters.values()))
+
+    @staticmethod
+    async def _close(client: EngineClient, waiters: list[asyncio.Task]) -> None:
+        for task in waiters:
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
-        await self.client.close()
+        await client.close()

@@ -5,10 +5,14 @@ click only sends a command; the engine's answer (an event, a new status) changes
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from PySide6 import QtCore, QtWidgets
 
-from rla_engine.vocabulary import LIVE, RESUMABLE, Status
+from rla_engine.vocabulary import LIVE, RESUMABLE, EventKind, Status
 
+if TYPE_CHECKING:       # the session is only ever passed in
+    from ..session import RunSession
 
 
 class ControlsPanel(QtWidgets.QWidget):
@@ -18,7 +22,7 @@ class ControlsPanel(QtWidgets.QWidget):
     difficulty_requested = QtCore.Signal(object)   # float in [0, 1], or None for automatic
     resume_run_requested = QtCore.Signal()
 
-    def __init__(self, parent=None):
+    def __init__(self, session: RunSession | None = None, parent=None):
         super().__init__(parent)
         self.status: str | None = None
         self.pause_button = QtWidgets.QPushButton("Pause")
@@ -56,6 +60,10 @@ class ControlsPanel(QtWidgets.QWidget):
         row.addWidget(self.resume_run_button)
         row.addStretch(1)
         self.set_run(None)
+        if session is not None:
+            session.cleared.connect(lambda: self.set_run(None))
+            session.run_changed.connect(self.set_run)
+            session.events_added.connect(self.follow_override)
 
     def toggle_pause(self) -> None:
         if self.status == Status.RUNNING:
@@ -72,6 +80,11 @@ class ControlsPanel(QtWidgets.QWidget):
         for w in (self.slider, self.apply_button, self.auto_button):
             w.setEnabled(live)
         self.resume_run_button.setEnabled(self.status in RESUMABLE)
+
+    def follow_override(self, events: list[dict]) -> None:
+        for e in events:
+            if e["kind"] == EventKind.SET_DIFFICULTY and e["payload"].get("result", "").startswith("applied"):
+                self.set_override((e["payload"].get("payload") or {}).get("value"))
 
     def set_override(self, value: float | None) -> None:
         """Show the override in force, as the engine's events report it."""

@@ -1,7 +1,8 @@
 """The live dashboard: the four panels the product is about, plus losses (DESIGN §6).
 
 Data arrives from the session at whatever rate the engine commits; the panels only redraw on
-a ≤ 10 Hz timer, so a fast engine can never flood the event loop.
+a ≤ 10 Hz timer, so a fast engine can never flood the event loop. The view controls (x-axis,
+smoothing, log y) are a ViewControls bar shared with the comparison, and persist in QSettings.
 """
 from __future__ import annotations
 
@@ -11,8 +12,10 @@ from PySide6 import QtCore, QtWidgets
 from rla_engine.vocabulary import VARIANT_KINDS, EventKind
 
 from ..panel_spec import AGREEMENT, BALANCE, DIFFICULTY, LOSSES, MARKER_KINDS, POLICY, TIER_COLOURS
-from ..run_data import X_AXES, RunData
+from ..run_data import RunData
+from ..session import RunSession
 from ..widgets.metric_plot import MetricCurve, MetricPlot
+from ..widgets.view_controls import ViewControls
 
 # The timer refreshes one plot per tick, round robin: each plot redraws at most every
 # REDRAW_MS × 5 = 100 ms (≤ 10 Hz), and one tick's work is one plot, not five.
@@ -86,9 +89,11 @@ class DifficultyPlot(MetricPlot):
 
 
 class DashboardPanel(QtWidgets.QWidget):
-    def __init__(self, data: RunData, parent=None):
+    """The open run's panels; `losses` is handed to the window for a dock of its own."""
+
+    def __init__(self, session: RunSession, parent=None):
         super().__init__(parent)
-        self.data = data
+        self.data = data = session.data
         self.policy, self.agreement, self.balance = (MetricPlot(p.title, p.keys, data, dashed=p.dashed)
                                                      for p in (POLICY, AGREEMENT, BALANCE))
         self.balance.plotItem.addItem(pg.InfiniteLine(pos=1.0, angle=0, pen=pg.mkPen("#d62728", width=1,
@@ -103,24 +108,8 @@ class DashboardPanel(QtWidgets.QWidget):
         self.plots: list[MetricPlot] = [self.policy, self.agreement, self.balance, self.difficulty, self.losses]
         self._tiers: set[str] = set()
 
-        self.x_axis = QtWidgets.QComboBox()
-        self.x_axis.addItems(X_AXES)
-        self.smoothing = QtWidgets.QSlider(QtCore.Qt.Orientation.Horizontal)
-        self.smoothing.setRange(0, 99)
-        self.smoothing.setValue(60)
-        self.smoothing.setFixedWidth(140)
-        self.log_y = QtWidgets.QCheckBox("log y (losses)")
-        for sig in (self.x_axis.currentIndexChanged, self.smoothing.valueChanged, self.log_y.toggled):
-            sig.connect(self._apply_view)
-        bar = QtWidgets.QHBoxLayout()
-        bar.addWidget(QtWidgets.QLabel("x-axis"))
-        bar.addWidget(self.x_axis)
-        bar.addSpacing(16)
-        bar.addWidget(QtWidgets.QLabel("smoothing"))
-        bar.addWidget(self.smoothing)
-        bar.addSpacing(16)
-        bar.addWidget(self.log_y)
-        bar.addStretch(1)
+        self.view = ViewControls()
+        self.view.changed.connect(self._apply_view)
         grid = QtWidgets.QGridLayout()
         grid.addWidget(self.policy, 0, 0)
         grid.addWidget(self.agreement, 0, 1)
@@ -128,7 +117,7 @@ class DashboardPanel(QtWidgets.QWidget):
         grid.addWidget(self.difficulty, 1, 1)
         layout = QtWidgets.QVBoxLayout(self)
         layout.setContentsMargins(4, 4, 4, 4)
-        layout.addLayout(bar)
+        layout.addWidget(self.view)
         layout.addLayout(grid, 1)
         self.timer = QtCore.QTimer(self)
         self.timer.setInterval(REDRAW_MS)
@@ -136,11 +125,19 @@ class DashboardPanel(QtWidgets.QWidget):
         self.timer.timeout.connect(self.tick)
         self.timer.start()
         self._apply_view()
+        session.cleared.connect(self.reset)
+        session.events_added.connect(self.add_events)
 
     def _apply_view(self) -> None:
-        x_axis, smoothing = self.x_axis.currentText(), self.smoothing.value() / 100
+        v = self.view
         for plot in self.plots:
-            plot.set_view(x_axis, smoothing, log_y=self.log_y.isChecked() and plot is self.losses)
+            plot.set_view(v.x_axis(), v.smoothing_weight(), log_y=v.log_y.isChecked() and plot is self.losses)
+
+    def save_state(self, settings: QtCore.QSettings) -> None:
+        self.view.save_state(settings, "plots")
+
+    def restore_state(self, settings: QtCore.QSettings) -> None:
+        self.view.restore_state(settings, "plots")
 
     def _add_tier_curves(self) -> None:
         new_tiers = [k for k in self.data.tier_keys() if k not in self._tiers]

@@ -13,6 +13,13 @@ from PySide6.QtCore import QPointF, QRectF, Qt
 from PySide6.QtGui import QColor, QFont, QPainter, QPalette, QPen
 from PySide6.QtWidgets import QSizePolicy, QWidget
 
+from rla_engine.vocabulary import EventKind
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:       # the session is only ever passed in
+    from ..session import RunSession
+
 # Content colours are fixed (a maze is a picture, not chrome) and chosen to read on both light
 # and dark backgrounds; the background and the text come from the palette.
 WALL_COLOR = QColor(52, 56, 66)
@@ -219,14 +226,23 @@ PAINTERS: dict[str, Painter] = {"gridworld": paint_gridworld, "arithmetic": pain
 
 
 class EpisodeViewPanel(QWidget):
-    """Paints the last episode payload given to `show_episode`, scaled to the widget."""
+    """Paints the last episode payload given to `show_episode` (with a session: the newest
+    episode event of the open run), scaled to the widget."""
 
-    def __init__(self, parent: QWidget | None = None):
+    def __init__(self, session: RunSession | None = None, parent: QWidget | None = None):
         super().__init__(parent)
         self._payload: dict | None = None
         self.setMinimumSize(160, 120)
         self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Expanding)
         self.setAutoFillBackground(False)
+        if session is not None:
+            session.cleared.connect(lambda: self.show_episode(None))
+            session.events_added.connect(self.show_newest_episode)
+
+    def show_newest_episode(self, events: list[dict]) -> None:
+        episodes = [e for e in events if e["kind"] == EventKind.EPISODE]
+        if episodes:
+            self.show_episode(episodes[-1]["payload"])
 
     def payload(self) -> dict | None:
         return self._payload

@@ -20,6 +20,11 @@ from rla_engine.vocabulary import CommandKind, EventKind
 
 from ..widgets.list_model import ListTableModel
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:       # the session is only ever passed in
+    from ..session import RunSession
+
 COLUMNS = ("Iteration", "Time", "Kind", "Summary")
 MAX_ROWS = 5000
 SKIPPED = frozenset({EventKind.EPISODE})
@@ -150,7 +155,7 @@ class EventLogPanel(QWidget):
 
     event_selected = Signal(dict)
 
-    def __init__(self, parent: QWidget | None = None, max_rows: int = MAX_ROWS):
+    def __init__(self, session: RunSession | None = None, parent: QWidget | None = None, max_rows: int = MAX_ROWS):
         super().__init__(parent)
         self.model = EventTableModel(max_rows, self)
         self.view = QTableView(self)
@@ -177,6 +182,9 @@ class EventLogPanel(QWidget):
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addWidget(self.view)
+        if session is not None:
+            session.cleared.connect(self.clear)
+            session.events_added.connect(self.append)
 
     def at_bottom(self) -> bool:
         bar = self.view.verticalScrollBar()

@@ -112,6 +112,7 @@ class HistoryPanel(QtWidgets.QWidget):
     resume_requested = QtCore.Signal(str)
     archive_requested = QtCore.Signal(str, bool)
     delete_requested = QtCore.Signal(str)
+    show_archived_changed = QtCore.Signal(bool)
 
     def __init__(self, parent=None):
         super().__init__(parent)
@@ -134,6 +135,7 @@ class HistoryPanel(QtWidgets.QWidget):
         self.filter.textChanged.connect(self.proxy.set_text)
         self.filter.textChanged.connect(self.search_changed)
         self.show_archived = QtWidgets.QCheckBox("archived")
+        self.show_archived.toggled.connect(self.show_archived_changed)
         buttons = QtWidgets.QHBoxLayout()
         self.buttons = {}
         for label, signal in (("Open", self.open_requested), ("Clone config", self.clone_requested),
@@ -193,6 +195,16 @@ class HistoryPanel(QtWidgets.QWidget):
             if row["id"] == run_id:
                 self.table.selectRow(self.proxy.mapFromSource(self.model.index(r, 0)).row())
                 return
+
+    def focus_search(self) -> None:
+        self.filter.setFocus()
+        self.filter.selectAll()
+
+    def show_matches(self, query: str, ids: set[str]) -> None:
+        """Runs whose notes or tags match `query` (full-text search), shown beside the filter's own
+        matches — unless a later keystroke has already overtaken that query."""
+        if self.filter.text() == query:
+            self.proxy.set_extra_ids(ids)
 
     def _emit(self, signal) -> None:
         ids = self.selected_ids()

@@ -14,6 +14,11 @@ from PySide6.QtCore import QModelIndex, QSortFilterProxyModel, Qt
 from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QTableView, QVBoxLayout, QWidget
 from ..widgets.list_model import ListTableModel
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:       # the session is only ever passed in
+    from ..session import RunSession
+
 COLUMNS = ("Slot", "Family", "Version", "Difficulty", "Last acc", "Pending", "Pending d")
 ARROWS = {"harder": "harder ↑", "easier": "easier ↓"}
 SORT_ROLE = Qt.ItemDataRole.UserRole
@@ -127,7 +132,7 @@ class PoolTablePanel(QWidget):
     """A sortable table of the pool: slot, family, version, difficulty, last accuracy and the
     pending candidate (direction, difficulty)."""
 
-    def __init__(self, parent: QWidget | None = None):
+    def __init__(self, session: RunSession | None = None, parent: QWidget | None = None):
         super().__init__(parent)
         self.model = PoolTableModel(self)
         self.proxy = QSortFilterProxyModel(self)
@@ -147,6 +152,9 @@ class PoolTablePanel(QWidget):
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addWidget(self.view)
+        if session is not None:
+            session.cleared.connect(lambda: self.set_rows([]))
+            session.pool_changed.connect(self.set_rows)
 
     def set_rows(self, rows: list[dict]) -> None:
         self.model.set_rows(rows)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from PySide6.QtCore import QSignalBlocker, Qt, Signal
+from PySide6.QtCore import QSettings, QSignalBlocker, Qt, Signal
 from PySide6.QtGui import QKeySequence, QShortcut
 from PySide6.QtWidgets import (QComboBox, QFileDialog, QFormLayout, QHBoxLayout, QLabel, QLineEdit,
                                QPushButton, QVBoxLayout, QWidget)
@@ -114,6 +114,15 @@ class RunFormPanel(QWidget):
             self._show_error(str(e))
             return
         self.form.set_config(cfg)
+
+    def save_state(self, settings: QSettings) -> None:
+        settings.setValue("form/preset", self.preset_combo.currentText())
+
+    def restore_state(self, settings: QSettings) -> None:
+        """The preset chosen last time; the form starts from it (a preset since removed is ignored)."""
+        preset = str(settings.value("form/preset", "quickstart"))
+        if self.preset_combo.findText(preset) >= 0:
+            self.preset_combo.setCurrentText(preset)
 
     def load_config(self, config_dict: dict, preset: str = "") -> bool:
         """Fill the form from a nested dict (a past run's config, a TOML file) merged over the

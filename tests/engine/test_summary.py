@@ -1,5 +1,5 @@
-"""One rule for a run's duration and its config differences, whoever shows them."""
-from rla_engine.summary import config_differences, run_duration
+"""One rule for a run's duration, config differences and final/best values, whoever shows them."""
+from rla_engine.summary import best_value, config_differences, final_value, run_duration
 
 
 def test_duration_of_live_finished_and_never_started_runs():
@@ -18,3 +18,10 @@ def test_config_differences_count_a_missing_key_and_nested_values():
     b = {"task": {"family": "gridworld"}, "eval": {"tiers": [0.1, 0.9]}, "extra": {"x": None}}
     assert config_differences([a, b]) == ["eval.tiers", "extra.x"]
     assert config_differences([a, a]) == []
+
+
+def test_final_and_best_values_skip_nan_and_name_the_first_iteration_at_the_best():
+    its, vals = [1, 2, 3, 4, 5], [0.2, float("nan"), 0.7, 0.7, 0.5]
+    assert final_value(vals) == 0.5 and final_value([]) is None
+    assert best_value(its, vals) == (0.7, 3)
+    assert best_value([1, 2], [float("nan"), float("nan")]) == (None, None)

@@ -2,6 +2,7 @@
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 from PySide6 import QtCore
 
@@ -56,8 +57,8 @@ def test_compare_three_runs_overlays_panels_and_lists_differences(window, drive,
         window.history.table.selectAll()
         compare = window.history.buttons["Compare"]
         qtbot.mouseClick(compare, QtCore.Qt.MouseButton.LeftButton)
-        await until(lambda: getattr(window, "compare_windows", None), what="compare window")
-        return window.compare_windows[-1]
+        await until(lambda: window.comparisons, what="comparison tab")
+        return window.comparisons[-1]
     win = drive(scenario(), timeout=60)
     names = sorted(r["name"] for r, _ in win.runs)
     assert names == ["base", "five verdicts", "outcome only"]
@@ -82,8 +83,8 @@ def test_one_run_of_a_group_opens_the_group(window, drive, qtbot):
         await until(lambda: len(window.history.model.rows) == 3)
         window.history.select(window.history.model.rows[0]["id"])
         window.history.buttons["Compare"].click()
-        await until(lambda: getattr(window, "compare_windows", None), what="group comparison")
-        return window.compare_windows[-1]
+        await until(lambda: window.comparisons, what="group comparison")
+        return window.comparisons[-1]
     win = drive(scenario(), timeout=60)
     assert len(win.runs) == 3
     win.close()
@@ -145,3 +146,39 @@ def test_file_export_writes_the_selected_runs_without_blocking(window, drive, qt
     if fmt == "csv":
         assert text.splitlines()[0] == "run_id,iteration,key,value,t"
         assert len({line.split(",")[0] for line in text.splitlines()[1:]}) >= 3
+
+
+def test_comparison_has_the_dashboards_view_controls_and_remembers_them(window, drive, qtbot):
+    """The comparison opens as a tab beside the dashboard, smooths and changes x-axis as the
+    dashboard does, and keeps its view choice for the next comparison."""
+    async def open_comparison():
+        n = len(window.comparisons)
+        window.history.table.selectAll()
+        window.history.buttons["Compare"].click()
+        await until(lambda: len(window.comparisons) > n, what="comparison tab")
+        return window.comparisons[-1]
+
+    async def scenario():
+        await until(lambda: len(window.history.model.rows) >= 3)
+        return await open_comparison()
+    cmp = drive(scenario(), timeout=60)
+    assert window.views.currentWidget() is cmp and window.views.indexOf(window.dashboard) == 0
+    plot = cmp.plots[0]
+    key = plot.key_box.currentText()
+    curve, (_, data) = plot.curves[0], cmp.runs[0]
+    raw = data.xy(key)[1]
+    cmp.view.smoothing.setValue(0)
+    assert not curve.raw.isVisible()
+    assert list(curve.line.getData()[1]) == list(raw)
+    cmp.view.smoothing.setValue(80)
+    assert curve.raw.isVisible() and list(curve.raw.getData()[1]) == list(raw)
+    smoothed = curve.line.getData()[1]
+    assert len(smoothed) == len(raw) and list(smoothed) != list(raw)
+    assert np.abs(np.diff(smoothed)).max() < np.abs(np.diff(raw)).max()      # smoother: smaller steps
+    cmp.view.x_axis_box.setCurrentText("env steps")
+    assert list(curve.line.getData()[0]) == list(data.xy(key, "env steps")[0])
+    assert plot.plotItem.getAxis("bottom").labelText == "env steps"
+    window._close_view(window.views.indexOf(cmp))
+    assert cmp not in window.comparisons and window.views.count() == 1
+    again = drive(open_comparison(), timeout=60)
+    assert again.view.x_axis() == "env steps" and again.view.smoothing.value() == 80

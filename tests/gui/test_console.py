@@ -1,4 +1,5 @@
 """The console end to end: real widgets (offscreen), a real engine subprocess, a real database."""
+import asyncio
 import os
 import signal
 import subprocess
@@ -170,3 +171,30 @@ def test_engine_failure_is_shown_with_the_log_tail(window, drive):
         return window._failure_box.detailedText()
     text = drive(scenario(), timeout=60)
     assert "CUDA" in text and "run.device" in text
+
+
+def test_a_refusal_is_a_status_message_and_a_failed_engine_a_dialog(window, drive):
+    """Errors are told apart by type: an EngineError without a log (deleting a live run) is one line
+    in the status bar; one carrying a process's log opens the failure dialog with that log."""
+    from rla_engine.client import EngineError
+    store = open_store(window.db_path)
+    store.create_run("live-here", name="live here", preset=None, config=build(preset="tiny").to_dict(), device="cpu")
+    messages = []
+    window.statusBar().messageChanged.connect(messages.append)
+
+    async def scenario():
+        task = window.controller.delete("live-here")
+        await until(task.done, what="the refused delete")
+        await asyncio.sleep(0.05)
+        assert getattr(window, "_failure_box", None) is None
+        assert any(m.startswith("error: run live-here is running; stop it") for m in messages), messages
+        assert store.get_run("live-here") is not None          # refused means nothing deleted
+
+        async def engine_dies():
+            raise EngineError("engine exited with code 1", "Traceback …\nValueError: the last line")
+        await until(window.controller.spawn(engine_dies()).done, what="the failure")
+        await asyncio.sleep(0.05)
+        return window._failure_box
+    box = drive(scenario(), timeout=30)
+    assert box.detailedText().endswith("ValueError: the last line")
+    assert box.informativeText() == "ValueError: the last line"

@@ -1,5 +1,7 @@
-"""Compare runs: overlaid panels (one colour per run, legend by run name), a side-by-side config
-table with the differing fields highlighted, and a summary of final and best values."""
+"""Compare runs: the dashboard's panels with one curve per run (a colour each, the legend by run
+name) under the dashboard's view bar (x-axis, smoothing, log y), a summary of final and best
+values, and a side-by-side config table with the differing fields highlighted. It opens as a
+tab beside the live dashboard."""
 from __future__ import annotations
 
 import json
@@ -8,24 +10,25 @@ import pyqtgraph as pg
 from PySide6 import QtCore, QtGui, QtWidgets
 
 from rla_engine import metrics
-from rla_engine.summary import config_differences, flatten, run_duration
+from rla_engine.summary import HEADLINE_ROWS, best_value, config_differences, final_value, flatten, run_duration
 
-from ..run_data import X_AXES, RunData
 from ..panel_spec import LOSSES, PALETTE, PANELS, Panel, short
+from ..run_data import X_AXES, RunData
+from ..theme import is_dark
 from ..widgets.metric_plot import MetricCurve
+from ..widgets.view_controls import ViewControls
 
-SUMMARY = [(metrics.SUCCESS, "max"), (metrics.EVAL_SUCCESS, "max"), (metrics.OUTCOME_AGREEMENT, "max"),
-           (metrics.PROCESS_AGREEMENT, "max"), (metrics.MU, "max"), (metrics.DIFFICULTY_MEAN, "max")]
+MAX_TITLE_NAMES = 2
 
 
 def summarise(data: RunData, run: dict) -> dict[str, float | None]:
     """Final and best values of the headline metrics, totals of variants, steps and wall time."""
     out: dict[str, float | None] = {}
-    for key, best in SUMMARY:
-        col = data.columns.get(key)
-        vals = col.val[: col.n] if col is not None else None
-        out[f"{short(key)} final"] = float(vals[-1]) if vals is not None and len(vals) else None
-        out[f"{short(key)} best"] = float(getattr(vals, best)()) if vals is not None and len(vals) else None
+    for label, key, has_best in HEADLINE_ROWS:
+        its, vals = data.xy(key)
+        out[f"{label} final"] = final_value(vals)
+        if has_best:
+            out[f"{label} best"] = best_value(its, vals)[0]
     for key in data.tier_keys():
         out[f"{short(key)} final"] = data.last(key)
     for key in (metrics.ACCEPTED, metrics.REJECTED):
@@ -38,53 +41,87 @@ def summarise(data: RunData, run: dict) -> dict[str, float | None]:
 
 
 class ComparePlot(pg.PlotWidget):
-    """One key of a panel, one curve per run."""
+    """One key of a panel (chosen in `key_box`), one curve per run, drawn as the dashboard draws."""
 
     def __init__(self, panel: Panel, parent=None):
         super().__init__(parent=parent)
         self.panel = panel
         self.plotItem.setTitle(panel.title)
+        self.plotItem.showGrid(x=False, y=False)
+        self.setMinimumHeight(130)
         self.plotItem.addLegend(offset=(5, 5), labelTextSize="8pt", verSpacing=-6,
-                                brush=pg.mkBrush(255, 255, 255, 150))
+                                brush=pg.mkBrush((30, 30, 30, 150) if is_dark() else (255, 255, 255, 150)))
         self.key_box = QtWidgets.QComboBox()
         self.key_box.addItems(panel.keys + (panel.band or ()))
-        self.key_box.currentTextChanged.connect(lambda _: self.redraw())
+        self.key_box.currentTextChanged.connect(lambda _: self._build())
         self.runs: list[tuple[dict, RunData]] = []
         self.curves: list[MetricCurve] = []
-        self.x_axis = X_AXES[0]
+        self.x_axis, self.smoothing = X_AXES[0], 0.0
+        self.readout = pg.TextItem(anchor=(0, 1), color="#444")
+        self.readout.setZValue(100)
+        self.plotItem.addItem(self.readout, ignoreBounds=True)
+        self.readout.hide()
+        self.scene().sigMouseMoved.connect(self._hover)
 
     def set_runs(self, runs: list[tuple[dict, RunData]]) -> None:
         self.runs = runs
+        self._build()
+
+    def set_view(self, x_axis: str, smoothing: float, log_y: bool) -> None:
+        self.x_axis, self.smoothing = x_axis, smoothing
+        self.plotItem.setLogMode(y=log_y)
+        self.plotItem.setLabel("bottom", x_axis)
         self.redraw()
 
-    def redraw(self) -> None:
+    def _build(self) -> None:
         for c in self.curves:
             self.plotItem.removeItem(c.raw)
             self.plotItem.removeItem(c.line)
         self.plotItem.legend.clear()
-        self.curves = []
         key = self.key_box.currentText()
+        # the colour is the run's position in the comparison: the same in every panel and table
+        self.curves = [MetricCurve(self.plotItem, key, PALETTE[i % len(PALETTE)], dashed=key in self.panel.dashed,
+                                   label=run["name"]) for i, (run, _) in enumerate(self.runs)]
+        self.redraw()
+
+    def redraw(self) -> None:
         pixels = max(100, int(self.plotItem.vb.width()))
-        for i, (run, data) in enumerate(self.runs):
-            colour = PALETTE[i % len(PALETTE)]     # stable: the run's position in the comparison
-            curve = MetricCurve(self.plotItem, key, colour, smooth=False, label=run["name"])
-            curve.draw(data, self.x_axis, 0.0, None, pixels)
-            self.curves.append(curve)
-        self.plotItem.setLabel("bottom", self.x_axis)
+        for curve, (_, data) in zip(self.curves, self.runs):
+            curve.draw(data, self.x_axis, self.smoothing, None, pixels)
+
+    def _hover(self, pos) -> None:
+        if not self.plotItem.sceneBoundingRect().contains(pos):
+            self.readout.hide()
+            return
+        p = self.plotItem.vb.mapSceneToView(pos)
+        lines = []
+        for curve, (run, data) in zip(self.curves, self.runs):
+            hit = curve.nearest(data, self.x_axis, p.x())
+            if hit is not None:
+                lines.append(f"{run['name']}: {hit[1]:.4g} at {hit[0]:.6g}")
+        if not lines:
+            self.readout.hide()
+            return
+        self.readout.setText(f"{short(self.key_box.currentText())}\n" + "\n".join(lines))
+        self.readout.setPos(p.x(), p.y())
+        self.readout.show()
 
 
-class CompareWindow(QtWidgets.QWidget):
-    def __init__(self, parent=None):
-        super().__init__(parent, QtCore.Qt.WindowType.Window)
-        self.setWindowTitle("Compare runs")
-        self.resize(1400, 900)
-        self.plots = [ComparePlot(p) for p in PANELS if p is not LOSSES]
+class ComparisonPanel(QtWidgets.QWidget):
+    def __init__(self, runs: list[tuple[dict, RunData]], parent=None):
+        super().__init__(parent)
+        self.view = ViewControls()
+        self.view.changed.connect(self._apply_view)
+        self.plots = [ComparePlot(p) for p in PANELS]
         grid = QtWidgets.QGridLayout()
         for i, plot in enumerate(self.plots):
             box = QtWidgets.QVBoxLayout()
             box.addWidget(plot.key_box)
             box.addWidget(plot, 1)
-            grid.addLayout(box, i // 2, i % 2)
+            # the dashboard's 2 × 2 of the four panels, the losses (a dock there) a lower strip below
+            grid.addLayout(box, i // 2, i % 2, 1, 2 if plot.panel is LOSSES else 1)
+        for row, stretch in enumerate((3, 3, 2)):
+            grid.setRowStretch(row, stretch)
         charts = QtWidgets.QWidget()
         charts.setLayout(grid)
         self.config_table = QtWidgets.QTableWidget()
@@ -96,26 +133,34 @@ class CompareWindow(QtWidgets.QWidget):
         lay.addWidget(self.only_diff)
         lay.addWidget(self.config_table, 1)
         self.summary_table = QtWidgets.QTableWidget()
-        tabs = QtWidgets.QTabWidget()
-        tabs.addTab(charts, "Panels")
-        tabs.addTab(self.summary_table, "Summary")
-        tabs.addTab(cfg, "Configuration")
-        self.tabs = tabs
-        QtWidgets.QVBoxLayout(self).addWidget(tabs)
+        self.tabs = QtWidgets.QTabWidget()
+        self.tabs.addTab(charts, "Panels")
+        self.tabs.addTab(self.summary_table, "Summary")
+        self.tabs.addTab(cfg, "Configuration")
+        layout = QtWidgets.QVBoxLayout(self)
+        layout.setContentsMargins(4, 4, 4, 4)
+        layout.addWidget(self.view)
+        layout.addWidget(self.tabs, 1)
         self.runs: list[tuple[dict, RunData]] = []
         self.differing: list[str] = []
-
-    async def load(self, client, run_ids: list[str]) -> None:
-        runs = []
-        for run_id in run_ids:
-            run = await client.run(run_id)
-            if run is None:
-                continue
-            data = RunData()
-            data.add(await client.columns(run_id))
-            run["config"] = json.loads(run["config_json"])
-            runs.append((run, data))
         self.set_runs(runs)
+        self._apply_view()
+
+    def title(self) -> str:
+        names = [r["name"] for r, _ in self.runs]
+        more = f" +{len(names) - MAX_TITLE_NAMES}" if len(names) > MAX_TITLE_NAMES else ""
+        return "Compare: " + ", ".join(names[:MAX_TITLE_NAMES]) + more
+
+    def _apply_view(self) -> None:
+        v = self.view
+        for plot in self.plots:
+            plot.set_view(v.x_axis(), v.smoothing_weight(), log_y=v.log_y.isChecked() and plot.panel is LOSSES)
+
+    def save_state(self, settings: QtCore.QSettings) -> None:
+        self.view.save_state(settings, "compare")
+
+    def restore_state(self, settings: QtCore.QSettings) -> None:
+        self.view.restore_state(settings, "compare")
 
     def set_runs(self, runs: list[tuple[dict, RunData]]) -> None:
         self.runs = runs

@@ -8,10 +8,11 @@ from PySide6 import QtWidgets
 from rla_engine import metrics
 
 from ..run_data import RunData
+from ..session import RunSession
 
 
 class StatusLine:
-    def __init__(self, bar: QtWidgets.QStatusBar):
+    def __init__(self, bar: QtWidgets.QStatusBar, session: RunSession):
         self.state = QtWidgets.QLabel("no run open")
         self.iteration = QtWidgets.QLabel("")
         self.rate = QtWidgets.QLabel("")
@@ -19,6 +20,9 @@ class StatusLine:
         self.database = QtWidgets.QLabel("")
         for w in (self.state, self.iteration, self.rate, self.device, self.database):
             bar.addPermanentWidget(w)
+        session.cleared.connect(lambda: self.set_run(None, None))
+        session.run_changed.connect(lambda run: self.set_run(run, session.data))
+        session.metrics_added.connect(lambda _: self.set_rate(session.data))
 
     def set_run(self, run: dict | None, data: RunData | None) -> None:
         if run is None:

@@ -1,0 +1,206 @@
+"""The console's workflows, apart from any widget: start, resume, clone, compare, export, delete,
+notes, search, archive, commands and the history refresh (napari's pattern: the window composes,
+this object acts, panels show).
+
+Every workflow runs as an asyncio task on the Qt loop. What a user must see comes back as a
+signal: `message` for the status bar (every error too, in one line), and `engine_failed` when an
+engine or the report tool failed with a log worth reading (an EngineError that carries one).
+"""
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+from collections.abc import Coroutine
+from pathlib import Path
+from typing import Any
+
+from PySide6 import QtCore
+
+from rla_engine.client import EngineClient, EngineError
+from rla_engine.config import Config
+from rla_engine.summary import SUMMARY_KEYS
+from rla_engine.vocabulary import LIVE, RunRow
+
+from .run_data import RunData
+from .session import RunSession
+
+HISTORY_EVERY_S = 2.0
+
+
+class ConsoleController(QtCore.QObject):
+    message = QtCore.Signal(str, int)            # status-bar text, how long in ms (0: until the next)
+    engine_failed = QtCore.Signal(str, str)      # run id ("" when none), the error with its log
+    database_opened = QtCore.Signal(object)      # Path
+    run_opened = QtCore.Signal(str)
+    history_changed = QtCore.Signal(list)        # one summary row per run (SUMMARY_KEYS)
+    search_matched = QtCore.Signal(str, object)  # the query, the set of run ids whose text matches it
+    clone_ready = QtCore.Signal(dict, str)       # a past run's config and preset, for the form
+    comparison_ready = QtCore.Signal(list)       # [(run row with "config", RunData), …]
+
+    def __init__(self, db_path: Path, parent: QtCore.QObject | None = None):
+        super().__init__(parent)
+        self.db_path = Path(db_path)
+        self.session = RunSession(EngineClient(self.db_path), self)
+        self.session.failed.connect(self.engine_failed)
+        self.include_archived = False
+        self.closing = False
+        self._history_task: asyncio.Task | None = None
+
+    @property
+    def client(self) -> EngineClient:
+        return self.session.client
+
+    # -- database and runs ---------------------------------------------------------------------
+    def open_database(self, path: Path) -> None:
+        self.db_path = Path(path)
+        if self.session.client.db_path != self.db_path:
+            self.session.use_client(EngineClient(self.db_path))
+        else:
+            self.session.open(None)
+        self.database_opened.emit(self.db_path)
+        if self._history_task is not None:
+            self._history_task.cancel()
+        self._history_task = asyncio.ensure_future(self._history_loop())
+
+    def open_run(self, run_id: str | None) -> None:
+        self.session.open(run_id)
+        if run_id is not None:
+            self.run_opened.emit(run_id)
+
+    def live_run_id(self) -> str | None:
+        s = self.session
+        return s.run_id if s.run and s.run["status"] in LIVE else None
+
+    # -- the history ---------------------------------------------------------------------------
+    async def _history_loop(self) -> None:
+        while not self.closing:
+            with contextlib.suppress(Exception):    # a locked or vanished database: try again later
+                await self.refresh_history()
+            await asyncio.sleep(HISTORY_EVERY_S)
+
+    async def refresh_history(self) -> None:
+        self.history_changed.emit(await self.client.run_summaries(list(SUMMARY_KEYS), self.include_archived))
+
+    def show_archived(self, shown: bool) -> None:
+        self.include_archived = shown
+        self.spawn(self.refresh_history())
+
+    def search(self, text: str) -> None:
+        async def run() -> None:
+            ids = await self.client.search_runs(text) if text.strip() else []
+            self.search_matched.emit(text, set(ids))
+        self.spawn(run())
+
+    # -- workflows -----------------------------------------------------------------------------
+    def spawn(self, coro: Coroutine[Any, Any, Any]) -> asyncio.Task:
+        task = asyncio.ensure_future(coro)
+        task.add_done_callback(self._report)
+        return task
+
+    def _report(self, task: asyncio.Task) -> None:
+        if task.cancelled() or task.exception() is None:
+            return
+        error = task.exception()
+        if isinstance(error, EngineError) and error.log is not None:    # a process failed: show its log
+            self.message.emit(f"error: {error.cause}", 10_000)
+            self.engine_failed.emit(self.session.run_id or "", str(error))
+        elif isinstance(error, EngineError):                           # a refusal says all in one line
+            self.message.emit(f"error: {error.cause}", 10_000)
+        else:
+            self.message.emit(f"error: {type(error).__name__}: {' '.join(str(error).split())}", 10_000)
+
+    def command(self, kind: str, payload: dict | None = None) -> None:
+        """Send a command to the open run, if it is live (a click on a dead run does nothing)."""
+        run_id = self.live_run_id()
+        if run_id is not None:
+            self.spawn(self.client.command(run_id, kind, payload))
+
+    def start(self, cfg: Config, preset: str, name: str) -> asyncio.Task:
+        async def run() -> None:
+            self.message.emit("starting the engine…", 0)
+            run_id = await self.client.start(cfg, preset=preset or None, name=name or None)
+            self.session.track(run_id)
+            self.open_run(run_id)
+            await self.refresh_history()
+            self.message.emit(f"run {run_id} started", 5000)
+        return self.spawn(run())
+
+    def resume(self, run_id: str) -> asyncio.Task:
+        async def run() -> None:
+            await self.client.resume_run(run_id)
+            self.session.track(run_id)
+            self.open_run(run_id)
+        return self.spawn(run())
+
+    def resume_open_run(self) -> None:
+        if self.session.run_id is not None:
+            self.resume(self.session.run_id)
+
+    def clone(self, run_id: str) -> asyncio.Task:
+        async def run() -> None:
+            row = await self.client.run(run_id)
+            if row is not None:
+                self.clone_ready.emit(json.loads(row["config_json"]), row.get("preset") or "")
+        return self.spawn(run())
+
+    def compare(self, run_ids: list[str]) -> asyncio.Task:
+        async def run() -> None:
+            self.comparison_ready.emit(await self.load_runs(run_ids))
+        return self.spawn(run())
+
+    async def load_runs(self, run_ids: list[str]) -> list[tuple[RunRow, RunData]]:
+        """Each run's row (with its parsed "config") and all its columns; unknown ids are skipped."""
+        runs = []
+        for run_id in run_ids:
+            row = await self.client.run(run_id)
+            if row is None:
+                continue
+            data = RunData()
+            data.add(await self.client.columns(run_id))
+            row["config"] = json.loads(row["config_json"])    # type: ignore[typeddict-unknown-key]
+            runs.append((row, data))
+        return runs
+
+    def set_archived(self, run_id: str, archived: bool) -> asyncio.Task:
+        async def run() -> None:
+            await self.client.set_archived(run_id, archived)
+            await self.refresh_history()
+        return self.spawn(run())
+
+    def save_notes(self, run_id: str, notes: str, tags: list[str]) -> asyncio.Task:
+        async def run() -> None:
+            await self.client.set_notes(run_id, notes)
+            await self.client.set_tags(run_id, tags)
+            await self.refresh_history()
+            self.message.emit(f"notes of {run_id} saved", 3000)
+        return self.spawn(run())
+
+    def export(self, run_ids: list[str], fmt: str, path: Path, force: bool) -> asyncio.Task:
+        async def run() -> str:
+            self.message.emit(f"exporting {len(run_ids)} run(s) to {path}…", 0)
+            text = await self.client.export(run_ids, fmt, path, force)
+            self.message.emit(text.splitlines()[-1] if text else f"wrote {path}", 8000)
+            return text
+        return self.spawn(run())
+
+    def delete(self, run_id: str) -> asyncio.Task:
+        async def run() -> None:
+            await self.client.delete_run(run_id)
+            if self.session.run_id == run_id:
+                self.open_run(None)
+            await self.refresh_history()
+        return self.spawn(run())
+
+    # -- closing -------------------------------------------------------------------------------
+    def close(self, stop_run: str | None) -> asyncio.Task:
+        """What must happen after the window closed: the stop command lands, the client closes."""
+        self.closing = True
+        if self._history_task is not None:
+            self._history_task.cancel()
+
+        async def run() -> None:
+            if stop_run is not None:
+                await self.client.stop(stop_run)
+            await self.session.shutdown()
+        return asyncio.ensure_future(run())
