@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
-from typing import ClassVar, cast
+from typing import ClassVar, Protocol, cast
 
 from PySide6 import QtCore, QtGui, QtWidgets
 
@@ -28,6 +28,16 @@ from .widgets.status_line import StatusLine
 SHORTCUTS = [("Space", "Pause / resume the open run"), ("Ctrl+N", "New run"), ("Ctrl+F", "Find a run in the history"),
              ("Ctrl+E", "Export the selected runs (HTML, PDF, CSV, JSON)"),
              ("Ctrl+O", "Open a database"), ("Ctrl+W", "Close the comparison tab"), ("Ctrl+Q", "Quit")]
+
+
+class KeepsViewState(Protocol):
+    """A panel that saves and restores its own view choices (what the user set, not data)."""
+
+    def save_state(self, settings: QtCore.QSettings) -> None:
+        """Write the view choices under the panel's own settings group."""
+
+    def restore_state(self, settings: QtCore.QSettings) -> None:
+        """Read them back; a missing or hand-mangled value leaves the default."""
 
 
 class MainWindow(QtWidgets.QMainWindow):
@@ -60,8 +70,9 @@ class MainWindow(QtWidgets.QMainWindow):
         self._closing = False
         self.finished: asyncio.Future | None = None
         self.open_database(db_path)
-        self.dashboard.restore_state(self.settings)
-        self.run_form.restore_state(self.settings)
+        self.stateful: list[KeepsViewState] = [self.dashboard, self.run_form, self.history]
+        for panel in self.stateful:
+            panel.restore_state(self.settings)
         if not self.restoreGeometry(cast(QtCore.QByteArray, self.settings.value("geometry", QtCore.QByteArray()))):
             self.resize(1500, 950)
         if not self.restoreState(cast(QtCore.QByteArray, self.settings.value("state", QtCore.QByteArray()))):
@@ -267,10 +278,8 @@ class MainWindow(QtWidgets.QMainWindow):
 
     # -- closing -----------------------------------------------------------------------------
     def save_state(self) -> None:
-        self.dashboard.save_state(self.settings)
-        self.run_form.save_state(self.settings)
-        for comparison in self.comparisons:
-            comparison.save_state(self.settings)
+        for panel in [*self.stateful, *self.comparisons]:
+            panel.save_state(self.settings)
         self.settings.setValue("geometry", self.saveGeometry())
         self.settings.setValue("state", self.saveState())
 

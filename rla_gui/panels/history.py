@@ -196,6 +196,21 @@ class HistoryPanel(QtWidgets.QWidget):
                 self.table.selectRow(self.proxy.mapFromSource(self.model.index(r, 0)).row())
                 return
 
+    def save_state(self, settings: QtCore.QSettings) -> None:
+        header = self.table.horizontalHeader()
+        settings.setValue("history/sort_column", header.sortIndicatorSection())
+        settings.setValue("history/sort_descending", header.sortIndicatorOrder() == QtCore.Qt.SortOrder.DescendingOrder)
+        settings.setValue("history/show_archived", self.show_archived.isChecked())
+
+    def restore_state(self, settings: QtCore.QSettings) -> None:
+        """The sort the user chose last time (newest first until then), and whether archived runs show."""
+        column = cast(int, settings.value("history/sort_column", 3, type=int))
+        descending = cast(bool, settings.value("history/sort_descending", True, type=bool))
+        if 0 <= column < self.model.columnCount():
+            order = QtCore.Qt.SortOrder.DescendingOrder if descending else QtCore.Qt.SortOrder.AscendingOrder
+            self.table.sortByColumn(column, order)
+        self.show_archived.setChecked(cast(bool, settings.value("history/show_archived", False, type=bool)))
+
     def focus_search(self) -> None:
         self.filter.setFocus()
         self.filter.selectAll()

@@ -198,3 +198,29 @@ def test_a_refusal_is_a_status_message_and_a_failed_engine_a_dialog(window, driv
     box = drive(scenario(), timeout=30)
     assert box.detailedText().endswith("ValueError: the last line")
     assert box.informativeText() == "ValueError: the last line"
+
+
+def test_each_panel_keeps_its_own_view_choices_across_sessions(window, drive, qtbot, tmp_path):
+    d, h = window.dashboard, window.history
+    d.view.x_axis_box.setCurrentText("wall time (s)")
+    d.view.smoothing.setValue(15)
+    d.view.log_y.setChecked(True)
+    h.table.sortByColumn(1, QtCore.Qt.SortOrder.AscendingOrder)
+    h.show_archived.setChecked(True)
+    window.run_form.preset_combo.setCurrentText("arithmetic")
+    window.close()
+    qtbot.waitUntil(window.finished.done, timeout=30_000)
+    settings = QtCore.QSettings(str(tmp_path / "settings.ini"), QtCore.QSettings.Format.IniFormat)
+    again = MainWindow(tmp_path / "h.db", settings=settings)
+    qtbot.addWidget(again)
+    try:
+        v = again.dashboard.view
+        assert (v.x_axis(), v.smoothing.value(), v.log_y.isChecked()) == ("wall time (s)", 15, True)
+        assert again.dashboard.losses.x_axis == "wall time (s)" and again.dashboard.losses.smoothing == 0.15
+        header = again.history.table.horizontalHeader()
+        assert (header.sortIndicatorSection(), header.sortIndicatorOrder()) == (1, QtCore.Qt.SortOrder.AscendingOrder)
+        assert again.history.show_archived.isChecked() and again.controller.include_archived
+        assert again.run_form.preset_combo.currentText() == "arithmetic"
+    finally:
+        again.close()
+        qtbot.waitUntil(again.finished.done, timeout=30_000)
