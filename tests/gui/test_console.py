@@ -224,3 +224,11 @@ def test_each_panel_keeps_its_own_view_choices_across_sessions(window, drive, qt
     finally:
         again.close()
         qtbot.waitUntil(again.finished.done, timeout=30_000)
+
+
+def test_an_empty_dashboard_frames_every_plot_at_zero_to_one(window, qtbot):
+    """Before any run is open, every panel (the difficulty band too) shows the unit square, not a
+    range centred on 0."""
+    window.dashboard.refresh()
+    qtbot.wait(50)
+    assert [p.plotItem.vb.viewRange() for p in window.dashboard.plots] == [[[0, 1], [0, 1]]] * 5
