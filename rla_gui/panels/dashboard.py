@@ -35,7 +35,8 @@ class DifficultyPlot(MetricPlot):
                             for key in DIFFICULTY.band or ()]
         self.lo, self.hi = (c.line for c in self.band_curves)
         band = pg.FillBetweenItem(self.lo, self.hi, brush=pg.mkBrush(31, 119, 180, 50))
-        self.plotItem.addItem(band, ignoreBounds=True)   # the band lines bound the view; an empty fill would centre it on 0
+        # the band's lines bound the view; the fill would too, and empty it centres the view on 0
+        self.plotItem.addItem(band, ignoreBounds=True)
         self.accepted = pg.ScatterPlotItem(size=5, symbol="t1", brush=pg.mkBrush(44, 160, 44, 110), pen=None,
                                            name="accepted variant")
         self.rejected = pg.ScatterPlotItem(size=4, symbol="x", brush=pg.mkBrush(120, 120, 120, 60), pen=None,
