@@ -450,12 +450,17 @@ def disk_full(root: Path, cases=("commit", "checkpoint", "log"), say=print, verd
 
 # -- concurrency ----------------------------------------------------------------------------
 HOLDER = textwrap.dedent("""
-    import json, sqlite3, sys, time
+    import json, os, pathlib, sqlite3, sys, time
     db, plan = sys.argv[1], json.loads(sys.argv[2])
     t0 = time.monotonic()
     for at, hold in plan:
         time.sleep(max(0.0, t0 + at - time.monotonic()))
-        conn = sqlite3.connect(db, timeout=120, isolation_level=None)
+        # never create the file: a 0-byte database is refused as not ours (an engine still
+        # importing torch on a loaded machine may not have made it yet at the first hold)
+        while not os.path.exists(db):
+            time.sleep(0.05)
+        uri = pathlib.Path(db).resolve().as_uri() + "?mode=rw"
+        conn = sqlite3.connect(uri, uri=True, timeout=120, isolation_level=None)
         asked = time.time()
         conn.execute("BEGIN IMMEDIATE")
         got = time.time()
