@@ -3,11 +3,17 @@
 A pid alone proves nothing: after a reboot, or a long time, another process has it. The engine
 records its process's start (boot id + start time in clock ticks, from /proc); a reader on the
 same host compares it. Where /proc is missing, or an older row has no start recorded, the
-heartbeat decides.
+heartbeat decides. `LivenessMixin` marks the runs whose engine is gone as crashed.
 """
 from __future__ import annotations
 
+import json
 import os
+import socket
+
+from ..vocabulary import LIVE, Status
+from .base import StoreBase, _finite, _now
+from .schema import WriteError
 
 
 def pid_alive(pid: int) -> bool:
@@ -47,3 +53,46 @@ def engine_gone(pid: int | None, recorded_start: str | None, heartbeat_age_s: fl
     if now_start is not None:
         return now_start != recorded_start
     return heartbeat_age_s > stale_after_s
+
+
+def _marks(values: tuple) -> str:
+    """`?, ?, ?` for an IN (…) over these values."""
+    return ", ".join("?" * len(values))
+
+
+class LivenessMixin(StoreBase):
+    def refresh_liveness(self, stale_after_s: float | None = None) -> list[str]:
+        """Mark live runs whose engine is gone as crashed; return their ids.
+
+        On this host the process settles it (its pid and start time); elsewhere only the
+        heartbeat can (DESIGN §1). A reader that cannot write (a full disk, a read-only copy)
+        still reads: the mark is left for the next reader."""
+        host, now, crashed = socket.gethostname(), _now(), []
+        for run in self.db.query("SELECT id, pid, pid_start, host, heartbeat_at, config_json FROM runs "
+                                 f"WHERE status IN ({_marks(LIVE)})", LIVE):
+            limit = stale_after_s or self._stale_after(run["config_json"])
+            age = now - (run["heartbeat_at"] or 0)
+            if run["host"] == host:
+                dead = engine_gone(run["pid"], run["pid_start"], age, limit)
+            else:
+                dead = age > limit
+            if dead:
+                crashed.append(run["id"])
+        for run_id in crashed:
+            try:
+                with self._write() as conn:
+                    # it ended when it last beat, not when a reader noticed
+                    conn.execute("UPDATE runs SET status = ?, ended_at = coalesce(heartbeat_at, ?), "
+                                 "error = coalesce(error, 'engine process is gone') "
+                                 f"WHERE id = ? AND status IN ({_marks(LIVE)})", [Status.CRASHED, now, run_id, *LIVE])
+            except WriteError:
+                self._gone.add(run_id)
+        return crashed
+
+    @staticmethod
+    def _stale_after(config_json: str | None) -> float:
+        try:
+            value = json.loads(config_json or "{}").get("run", {}).get("stale_after_s", 15.0)
+        except (ValueError, AttributeError, RecursionError):
+            return 15.0
+        return float(value) if _finite(value) and value > 0 else 15.0

@@ -1,0 +1,81 @@
+"""What every concern of the Store shares: the connection, the one way to write, read snapshots, JSON, the clock."""
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+import numbers
+import time
+from pathlib import Path
+from typing import Any
+
+import sqlite_utils
+
+from .schema import connect, write_transaction
+
+LOCK_WAIT_S = 30.0              # how long a reader's write (notes, a command) waits for the engine's
+EVENT_EXCERPT_CHARS = 300       # how much of a rejected payload its event keeps
+
+
+def _clean(obj: Any) -> Any:
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return repr(obj)
+    if isinstance(obj, dict):
+        return {k: _clean(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_clean(v) for v in obj]
+    return obj
+
+
+def dumps(obj: Any) -> str:
+    """Strict JSON (no NaN/Infinity tokens, which other parsers reject): a non-finite number in a
+    payload is kept as its text, e.g. "nan"."""
+    try:
+        return json.dumps(obj, allow_nan=False)
+    except ValueError:
+        return json.dumps(_clean(obj), allow_nan=False)
+
+
+def _loads(text: str | None, what: str) -> Any:
+    """A stored JSON payload; a damaged one is shown as such rather than ending the read."""
+    try:
+        return json.loads(text or "{}")
+    except (ValueError, RecursionError):
+        return {"unreadable": f"damaged {what}", "text": (text or "")[:EVENT_EXCERPT_CHARS]}
+
+
+def _now() -> float:
+    return time.time()
+
+
+def _finite(x: Any) -> bool:
+    return isinstance(x, numbers.Real) and not isinstance(x, bool) and math.isfinite(x)
+
+
+class StoreBase:
+    """One open database file; each mixin of `Store` adds one concern's reads and writes on it."""
+
+    def __init__(self, path: str | Path, create: bool = True, lock_wait_s: float = LOCK_WAIT_S):
+        self.path = Path(path).expanduser()
+        self.lock_wait_s = lock_wait_s
+        self.db = sqlite_utils.Database(connect(self.path, create))
+        self._gone: set[str] = set()    # runs found crashed that this reader could not mark so
+
+    def close(self) -> None:
+        self.db.conn.close()
+
+    def _write(self):
+        return write_transaction(self.db.conn, self.path, self.lock_wait_s)
+
+    @contextlib.contextmanager
+    def _snapshot(self):
+        """Several reads that see one committed state (a read transaction, rolled back)."""
+        conn = self.db.conn
+        own = not conn.in_transaction
+        if own:
+            conn.execute("BEGIN")
+        try:
+            yield conn
+        finally:
+            if own:
+                conn.rollback()

@@ -1,0 +1,139 @@
+"""Runs: creating one, the fields of its row (status, heartbeat, notes, tags, archive), listing, ending, deleting."""
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import socket
+import time
+from typing import Any, cast
+from collections.abc import Iterable
+
+from ..paths import UnsafeRunId, check_run_id
+from ..summary import run_duration
+from ..vocabulary import FINAL, LIVE, RunRow, Status
+from .base import _now, dumps
+from .liveness import process_start
+from .reads import ReadsMixin
+from .schema import StoreError
+from .writes import WritesMixin
+
+
+def new_run_id() -> str:
+    """Sortable by start time, unique enough for one user's history: `20261130-142501-3fa2`."""
+    return time.strftime("%Y%m%d-%H%M%S") + "-" + secrets.token_hex(2)
+
+
+class RunsMixin(WritesMixin, ReadsMixin):
+    """A new run commits its iteration 0 as any iteration is committed; its summary reads its last metrics."""
+
+    def create_run(self, run_id: str, *, name: str, preset: str | None, config: dict, device: str,
+                   group_id: str | None = None, first_events: list[tuple[str, dict]] | None = None,
+                   first_tasks: list[dict] | None = None) -> None:
+        """A new live run; with first_events/first_tasks, its iteration 0 is committed in the
+        same transaction (a run row never exists without its starting state)."""
+        try:
+            check_run_id(run_id)
+        except UnsafeRunId as e:
+            raise StoreError(str(e)) from None
+        t = _now()
+        row = {"id": run_id, "name": name, "status": Status.RUNNING.value, "preset": preset or "",
+               "config_json": dumps(config), "group_id": group_id, "created_at": t, "started_at": t,
+               "heartbeat_at": t, "pid": os.getpid(), "host": socket.gethostname(),
+               "pid_start": process_start(os.getpid()), "iteration": 0, "device": device, "error": None,
+               "notes": "", "tags": "", "archived": 0}
+        with self._write() as conn:
+            if conn.execute("SELECT 1 FROM runs WHERE id = ?", [run_id]).fetchone() is not None:
+                raise StoreError(f"run id {run_id!r} already exists in {self.path}")
+            conn.execute(f"INSERT INTO runs ({', '.join(row)}) VALUES ({', '.join('?' for _ in row)})",
+                         list(row.values()))
+            if first_events is not None or first_tasks is not None:
+                self._commit_rows(conn, run_id, 0, env_steps=0, wall_s=0.0, metrics={},
+                                  events=first_events or [], tasks=first_tasks or [], t=t)
+
+    def run_exists(self, run_id: str) -> bool:
+        return self.get_run(run_id) is not None
+
+    def get_run(self, run_id: str) -> RunRow | None:
+        rows = self._shown(self.db.query("SELECT * FROM runs WHERE id = ?", [run_id]))
+        return rows[0] if rows else None
+
+    def list_runs(self, include_archived: bool = False) -> list[RunRow]:
+        where = "" if include_archived else "WHERE archived = 0"
+        return self._shown(self.db.query(f"SELECT * FROM runs {where} ORDER BY created_at DESC"))
+
+    def _shown(self, rows: Iterable[dict]) -> list[RunRow]:
+        shown = [cast(RunRow, r) for r in rows]
+        for r in shown:
+            if r["id"] in self._gone and r["status"] in LIVE:
+                r["status"], r["ended_at"] = Status.CRASHED.value, r["heartbeat_at"]
+                r["error"] = r["error"] or "engine process is gone"
+        return shown
+
+    def run_config(self, run_id: str) -> dict:
+        run = self.get_run(run_id)
+        if run is None:
+            raise StoreError(f"no run {run_id!r} in {self.path}")
+        try:
+            config = json.loads(run["config_json"] or "")
+        except (ValueError, RecursionError) as e:
+            raise StoreError(f"run {run_id}: its stored configuration is damaged ({str(e)[:80]})") from None
+        if not isinstance(config, dict):
+            raise StoreError(f"run {run_id}: its stored configuration is not a table of settings")
+        return config
+
+    def _update_run(self, run_id: str, **fields: Any) -> None:
+        with self._write() as conn:
+            conn.execute(f"UPDATE runs SET {', '.join(f'{k} = ?' for k in fields)} WHERE id = ?",
+                         [*fields.values(), run_id])
+
+    def claim_run(self, run_id: str, device: str) -> None:
+        """The engine process (re)takes a run: it records its pid and host, and goes live."""
+        self._update_run(run_id, status=Status.RUNNING.value, pid=os.getpid(), host=socket.gethostname(),
+                         pid_start=process_start(os.getpid()), heartbeat_at=_now(), ended_at=None,
+                         error=None, device=device)
+
+    def set_status(self, run_id: str, status: str, error: str | None = None) -> None:
+        fields: dict[str, Any] = {"status": status, "heartbeat_at": _now()}
+        if status in FINAL:
+            fields["ended_at"] = _now()
+        if error is not None:
+            fields["error"] = error
+        self._update_run(run_id, **fields)
+
+    def end_run(self, run_id: str, iteration: int, status: str, payload: dict, error: str | None = None) -> None:
+        """The run's last words, in one transaction: its final event (at a committed iteration, so
+        a later resume's rewind keeps it) and its final status."""
+        t = _now()
+        with self._write() as conn:
+            conn.execute("INSERT INTO events (run_id, iteration, t, kind, payload_json) VALUES (?, ?, ?, ?, ?)",
+                         [run_id, iteration, t, status, dumps(payload)])
+            conn.execute("UPDATE runs SET status = ?, heartbeat_at = ?, ended_at = ?, error = coalesce(?, error) "
+                         "WHERE id = ?", [status, t, t, error, run_id])
+
+    def heartbeat(self, run_id: str) -> None:
+        self._update_run(run_id, heartbeat_at=_now())
+
+    def set_notes(self, run_id: str, notes: str) -> None:
+        self._update_run(run_id, notes=notes)
+
+    def set_tags(self, run_id: str, tags: Iterable[str]) -> None:
+        self._update_run(run_id, tags=",".join(t.strip() for t in tags if t.strip()))
+
+    def set_archived(self, run_id: str, archived: bool = True) -> None:
+        self._update_run(run_id, archived=int(archived))
+
+    def delete_run(self, run_id: str) -> None:
+        with self._write() as conn:
+            for table in ("metrics", "iterations", "events", "commands", "tasks"):
+                conn.execute(f"DELETE FROM {table} WHERE run_id = ?", [run_id])
+            conn.execute("DELETE FROM runs WHERE id = ?", [run_id])
+
+    def run_summaries(self, keys: Iterable[str], include_archived: bool = False) -> list[dict]:
+        """Run rows with the last value of `keys` and a duration, for history tables."""
+        keys, now = list(keys), _now()
+        rows: list[dict] = [dict(r) for r in self.list_runs(include_archived)]
+        for r in rows:
+            r.update(self.last_values(r["id"], keys))
+            r["duration"] = run_duration(r, now)
+        return rows

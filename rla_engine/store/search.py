@@ -1,0 +1,46 @@
+"""Search of the run history by name, notes and tags: FTS5 where the index exists, LIKE where it does not."""
+from __future__ import annotations
+
+from .base import StoreBase
+from .schema import FTS_COLUMNS
+
+
+class SearchMixin(StoreBase):
+    def search_runs(self, query: str, include_archived: bool = False) -> list[str]:
+        """Ids of runs whose name, notes or tags contain every word of `query` (a word matches as
+        a prefix: `grid` finds `gridworld`), best match first, then newest. User text never
+        reaches FTS syntax: each word is quoted, so `OR`, `"`, `*` or `NEAR(` are plain words.
+        An empty query lists every run; one with no searchable word matches none."""
+        where = "" if include_archived else " AND r.archived = 0"
+        if not query.strip():
+            return [r[0] for r in self.db.execute(
+                f"SELECT id FROM runs r WHERE 1{where} ORDER BY created_at DESC")]
+        words = [w for w in query.split() if any(ch.isalnum() for ch in w)]
+        if not words:
+            return []
+        if not self._has_search_index():
+            return self._search_like(words, where)
+        match = " ".join('"' + w.replace('"', '""') + '"*' for w in words)
+        return [r[0] for r in self.db.execute(
+            "SELECT r.id FROM runs_fts JOIN runs r ON r.rowid = runs_fts.rowid "
+            f"WHERE runs_fts MATCH ?{where} ORDER BY runs_fts.rank, r.created_at DESC", [match])]
+
+    def _has_search_index(self) -> bool:
+        return self.db.execute("SELECT 1 FROM sqlite_master WHERE name = 'runs_fts'").fetchone() is not None
+
+    def _search_like(self, words: list[str], where: str) -> list[str]:
+        """The same contract without FTS5 (substring rather than word-prefix match)."""
+        cond, args = [], []
+        for w in words:
+            pat = "%" + w.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+            cond.append("(" + " OR ".join(f"r.{c} LIKE ? ESCAPE '\\'" for c in FTS_COLUMNS) + ")")
+            args += [pat] * len(FTS_COLUMNS)
+        return [r[0] for r in self.db.execute(
+            f"SELECT r.id FROM runs r WHERE {' AND '.join(cond)}{where} ORDER BY r.created_at DESC", args)]
+
+    def rebuild_search(self) -> None:
+        """Rebuild the search index from the runs table (after a VACUUM, which may renumber the
+        rowids the index refers to)."""
+        if self._has_search_index():
+            with self._write() as conn:
+                conn.execute("INSERT INTO runs_fts (runs_fts) VALUES ('rebuild')")
