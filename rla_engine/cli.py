@@ -4,21 +4,25 @@ what it prints. Exit codes: 0 done, 2 invalid input (one line, no traceback), 1 
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import sqlite3
 import subprocess
 import sys
 from pathlib import Path
 
-from .config import ConfigError, build, preset_description, preset_names
 from . import metrics
+from .config import ConfigError, build, preset_description, preset_names
 from .errors import InputError
+from .export import DATA_FORMATS
+from .export.bundles import read_bundles
+from .export.command import run_export
+from .export.renderer import MISSING, renderer_command
 from .launch import resume_run, start_run
+from .paths import UnsafeRunId, check_run_id, default_db_path
+from .store import StoreError, new_run_id, open_store
 from .summary import SUMMARY_KEYS, run_duration
 from .vocabulary import EventKind, TaskStatus
-from .paths import UnsafeRunId, check_run_id, default_db_path
-from .store import BUNDLE_FORMAT, MULTI_FORMAT, StoreError, new_run_id, open_store
+
 
 class _Parser(argparse.ArgumentParser):
     """Usage mistakes are invalid input like any other: one line, exit 2 (no usage block)."""
@@ -171,46 +175,25 @@ def cmd_presets(_a) -> int:
 
 # -- export / import ------------------------------------------------------------------------
 def cmd_export(a) -> int:
-    """Rendering lives in the console package (Qt, offscreen): run it as a subprocess so this
-    process never imports Qt. Its exit code (0 / 2 invalid input / 1 failure) is ours."""
-    if importlib.util.find_spec("rla_gui") is None:
-        print("rla: export needs the console package (rla_gui), which is not installed", file=sys.stderr)
-        return 1
+    """CSV and JSON are written here; HTML and PDF by the registered renderer in a subprocess (it
+    imports Qt, which this process never does), whose exit code (0 / 2 / 1) is ours."""
     db = Path(a.db).expanduser() if a.db else default_db_path()
-    cmd = [sys.executable, "-m", "rla_gui.report", "--db", str(db), "--format", a.format, "--out", a.out]
+    if a.format in DATA_FORMATS:
+        code, line = run_export(db, a.run_ids, a.format, a.out, force=a.force)
+        print(line, file=sys.stdout if code == 0 else sys.stderr)
+        return code
+    renderer = renderer_command()
+    if renderer is None:
+        print(f"rla: {MISSING}", file=sys.stderr)
+        return 1
+    cmd = [*renderer, "--db", str(db), "--format", a.format, "--out", a.out]
     if a.force:
         cmd.append("--force")
     return subprocess.run([*cmd, "--", *a.run_ids]).returncode
 
 
-def _read_bundles(file: str) -> list[dict]:
-    """The runs of a JSON export: one bundle, or the several-runs form."""
-    path = Path(file).expanduser()
-    try:
-        doc = json.loads(path.read_bytes())
-    except FileNotFoundError:
-        raise InputError(f"{path}: no such file") from None
-    except IsADirectoryError:
-        raise InputError(f"{path} is a folder, not a JSON export") from None
-    except OSError as e:
-        raise InputError(f"cannot read {path}: {e.strerror}") from None
-    except (UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise InputError(f"{path}: not a JSON export ({e})") from None
-    except RecursionError:
-        raise InputError(f"{path}: not a JSON export (nested too deeply)") from None
-    if isinstance(doc, dict) and doc.get("format") == MULTI_FORMAT:
-        if not isinstance(doc.get("runs"), list) or not doc["runs"]:
-            raise InputError(f"{path}: 'runs' must be a non-empty list of run bundles")
-        return doc["runs"]
-    if isinstance(doc, dict) and doc.get("format") == BUNDLE_FORMAT:
-        return [doc]
-    fmt = doc.get("format") if isinstance(doc, dict) else None
-    raise InputError(f"{path}: format {fmt!r} is not an RLAnything export "
-                     f"(expected {BUNDLE_FORMAT!r} or {MULTI_FORMAT!r})")
-
-
 def cmd_import(a) -> int:
-    bundles = _read_bundles(a.file)
+    bundles = read_bundles(a.file)
     if a.as_id is not None and len(bundles) != 1:
         raise InputError(f"--as {a.as_id}: {a.file} holds {len(bundles)} runs; --as needs exactly one")
     store = _open(a.db)

@@ -19,6 +19,9 @@ from typing import Concatenate, ParamSpec, TypeVar
 import numpy as np
 
 from .config import Config, validate
+from .export import DATA_FORMATS
+from .export.command import run_export
+from .export.renderer import MISSING, renderer_command
 from .paths import (UnsafeRunId, default_db_path, log_path, logs_dir, make_private_dir, open_private,
                     remove_run_files, run_config_path)
 from .store import Store, new_run_id, open_store
@@ -190,17 +193,27 @@ class EngineClient:
         return await self._db(Store.search_runs, query, include_archived)
 
     async def export(self, run_ids: list[str], fmt: str, out: Path, force: bool = False) -> str:
-        """Render a report with `python -m rla_gui.report` in a subprocess (Qt offscreen there,
-        the console's loop free here); return its message, raise EngineError on failure."""
+        """Export runs; return the line that reports it, raise EngineError on failure. CSV and
+        JSON are written on a worker thread of this process; HTML and PDF by the registered
+        renderer in a subprocess (Qt offscreen there, the console's loop free here)."""
+        if fmt in DATA_FORMATS:
+            code, text = await asyncio.to_thread(run_export, self.db_path, run_ids, fmt, out, force)
+        else:
+            code, text = await self._render(run_ids, fmt, out, force)
+        if code != 0:
+            raise EngineError(f"export failed (exit {code}):\n{text}")
+        return text
+
+    async def _render(self, run_ids: list[str], fmt: str, out: Path, force: bool) -> tuple[int, str]:
+        renderer = renderer_command(self.python)
+        if renderer is None:
+            return 1, MISSING
         proc = await asyncio.create_subprocess_exec(
-            self.python, "-m", "rla_gui.report", "--db", str(self.db_path), "--format", fmt, "--out", str(out),
-            *(["--force"] if force else []), *run_ids,
+            *renderer, "--db", str(self.db_path), "--format", fmt, "--out", str(out),
+            *(["--force"] if force else []), "--", *run_ids,
             stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT, stdin=asyncio.subprocess.DEVNULL)
         output, _ = await proc.communicate()
-        text = output.decode(errors="replace").strip()
-        if proc.returncode != 0:
-            raise EngineError(f"export failed (exit {proc.returncode}):\n{text}")
-        return text
+        return proc.returncode or 0, output.decode(errors="replace").strip()
 
     async def set_notes(self, run_id: str, notes: str) -> None:
         await self._db(Store.set_notes, run_id, notes)

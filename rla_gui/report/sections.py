@@ -15,7 +15,7 @@ from rla_engine.summary import flatten, run_duration
 from rla_engine.vocabulary import VARIANT_KINDS, EventKind
 
 from . import charts
-from .bundle import environment_info, package_version
+from .environment import environment_info, package_version
 from .escape import DASH, duration, esc, kv_table, num, table, value_text, when
 
 MAX_EVENT_ROWS = 2000      # a long run has tens of thousands of variant events; the file stays readable
