@@ -1,7 +1,8 @@
 """EngineClient: start and steer engine processes, and watch them through the database.
 
 Torch-free and asyncio-native, for the console (qasync) and for scripts. Every database call
-runs on one worker thread of the client, so an event loop never waits on SQLite.
+runs on one worker thread of the client (a CSV/JSON export on a second one, with its own
+connection), so an event loop never waits on SQLite.
 """
 from __future__ import annotations
 
@@ -53,6 +54,9 @@ class EngineClient:
         self.db_path = Path(db_path) if db_path else default_db_path()
         self.python = python
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="rla-store")
+        # CSV/JSON exports get their own thread: a long one must not hold up the store's calls,
+        # and the loop's default executor may be Qt's (qasync), whose threads outlive a test
+        self._export_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="rla-export")
         self._store: Store | None = None
         self.processes: dict[str, asyncio.subprocess.Process] = {}
 
@@ -70,6 +74,7 @@ class EngineClient:
             await asyncio.get_running_loop().run_in_executor(self._pool, self._store.close)
             self._store = None
         self._pool.shutdown(wait=False)
+        self._export_pool.shutdown(wait=False)
 
     # -- launching -------------------------------------------------------------------------
     async def _spawn(self, run_id: str, args: list[str]) -> asyncio.subprocess.Process:
@@ -194,10 +199,11 @@ class EngineClient:
 
     async def export(self, run_ids: list[str], fmt: str, out: Path, force: bool = False) -> str:
         """Export runs; return the line that reports it, raise EngineError on failure. CSV and
-        JSON are written on a worker thread of this process; HTML and PDF by the registered
+        JSON are written on the client's export thread; HTML and PDF by the registered
         renderer in a subprocess (Qt offscreen there, the console's loop free here)."""
         if fmt in DATA_FORMATS:
-            code, text = await asyncio.to_thread(run_export, self.db_path, run_ids, fmt, out, force)
+            code, text = await asyncio.get_running_loop().run_in_executor(
+                self._export_pool, run_export, self.db_path, run_ids, fmt, out, force)
         else:
             code, text = await self._render(run_ids, fmt, out, force)
         if code != 0:
