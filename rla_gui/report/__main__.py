@@ -1,6 +1,8 @@
 """`python -m rla_gui.report --db PATH --format html|pdf|csv|json --out PATH [--force] RUN_ID…`
 
-What `rla export` runs as a subprocess (so the engine package never imports Qt). Exit codes as
+The renderer `rla export` and the console run as a subprocess for HTML and PDF (so the engine's
+process never imports Qt); it is registered as the engine's `rla.renderers` entry point in
+pyproject.toml. It writes CSV and JSON too, through the engine's own export. Exit codes as
 the `rla` command: 0 written; 2 invalid input (one line: unknown run, existing file without
 --force, bad format, an output that is not a regular file — a device, pipe, socket, folder or
 symbolic link, refused even with --force — or cannot be created there); 1 runtime failure.
