@@ -98,7 +98,7 @@ def main() -> None:
         print(f"Store.export_run in process: {time.perf_counter() - t:.3f} s")
         s.close()
         t = time.perf_counter()
-        subprocess.run([sys.executable, "-c", "import rla_gui.report.tabular"], check=True)
+        subprocess.run([sys.executable, "-c", "import rla_engine.export.tabular"], check=True)
         print(f"interpreter start + imports (csv/json path): {time.perf_counter() - t:.3f} s\n")
         print(f"{'format':<6} {'wall s':>7} {'target':>7} {'size':>11}   tool's own line")
         for fmt in ("csv", "json", "html", "pdf"):

@@ -1,30 +1,27 @@
-"""The `rla` command (DESIGN §5). Exit codes: 0 done, 2 invalid input (one line, no traceback),
-1 runtime failure (the run is marked failed). Torch is imported only by `run` and `resume`."""
+"""The `rla` command (DESIGN §5): its arguments, the engine function each command calls, and
+what it prints. Exit codes: 0 done, 2 invalid input (one line, no traceback), 1 runtime failure
+(the run is marked failed). Torch is imported only by `run` and `resume` (rla_engine.launch)."""
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import sqlite3
 import subprocess
 import sys
-import time
 from pathlib import Path
 
-from .config import ConfigError, build, from_dict, preset_description, preset_names
 from . import metrics
-from .summary import SUMMARY_KEYS, run_duration
-from .vocabulary import LIVE, EventKind, TaskStatus
+from .config import ConfigError, build, preset_description, preset_names
+from .errors import InputError
+from .export import DATA_FORMATS
+from .export.bundles import read_bundles
+from .export.command import run_export
+from .export.renderer import MISSING, renderer_command
+from .launch import resume_run, start_run
 from .paths import UnsafeRunId, check_run_id, default_db_path
-from .store import BUNDLE_FORMAT, MULTI_FORMAT, StoreError, new_run_id, open_store
-
-# The engine waits this long for another process's write lock before its commit fails the run:
-# long enough for any reader's write or a backup, bounded so that a hung writer is reported.
-ENGINE_LOCK_WAIT_S = 300.0
-
-
-class InputError(Exception):
-    """Invalid input: printed as one line, exit code 2."""
+from .store import StoreError, new_run_id, open_store
+from .summary import SUMMARY_KEYS, run_duration
+from .vocabulary import EventKind, TaskStatus
 
 
 class _Parser(argparse.ArgumentParser):
@@ -77,11 +74,12 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
-def _open(db: str | None, create: bool = True, lock_wait_s: float | None = None):
-    store = open_store(Path(db) if db else default_db_path(), create=create)
-    if lock_wait_s is not None:
-        store.lock_wait_s = lock_wait_s
-    return store
+def _db_path(db: str | None) -> Path:
+    return Path(db) if db else default_db_path()
+
+
+def _open(db: str | None, create: bool = True):
+    return open_store(_db_path(db), create=create)
 
 
 def _run_id(text: str) -> str:
@@ -91,108 +89,17 @@ def _run_id(text: str) -> str:
         raise InputError(str(e)) from None
 
 
-def _checkpoint_folder(store, run_id: str) -> Path:
-    """The run's checkpoint folder, made (for this user only) and claimed for this database. A
-    leftover from an attempt killed before its run row was written is emptied; a folder of
-    another database's run with this id is refused."""
-    from . import checkpoint
-    from .paths import checkpoints_dir, claim, owned_by
-    folder = checkpoints_dir(store.path, run_id)
-    try:
-        if folder.exists() and not owned_by(folder, store.path):
-            raise InputError(f"checkpoint folder {folder} belongs to another database; choose another run id")
-        for old in checkpoint.list_checkpoints(folder):
-            old.unlink()
-        claim(folder, store.path)
-    except OSError as e:
-        raise InputError(f"cannot create the checkpoint folder {folder}: {e.strerror}"
-                         f"{' (a file is in the way)' if isinstance(e, FileExistsError | NotADirectoryError) else ''}"
-                         ) from None
-    return folder
-
-
 # -- run / resume ---------------------------------------------------------------------------
 def cmd_run(a) -> int:
     cfg = build(preset=a.preset, config_file=a.config, sets=a.set,
-                  iterations=a.iterations, seed=a.seed, device=a.device)
+                iterations=a.iterations, seed=a.seed, device=a.device)
     run_id = _run_id(a.run_id) if a.run_id is not None else new_run_id()
-    from . import checkpoint
-    from .loop.trainer import Trainer, resolve_device   # torch from here on
-    try:
-        device = resolve_device(cfg.run.device)
-    except RuntimeError as e:
-        raise InputError(f"invalid config: run.device = {cfg.run.device!r}: {e}") from None
-    store = _open(a.db, lock_wait_s=ENGINE_LOCK_WAIT_S)
-    if store.run_exists(run_id):
-        raise InputError(f"run id {run_id!r} already exists in {store.path}")
-    folder = _checkpoint_folder(store, run_id)
-    label = a.preset or (Path(a.config).stem if a.config else cfg.task.family)
-    name = a.name or f"{label} {time.strftime('%Y-%m-%d %H:%M')}"
-    trainer = Trainer(cfg, device)
-    # The starting state is checkpointed before the run row exists, so that every run a user can
-    # see can be resumed, even one killed before its first iteration.
-    checkpoint.save(folder, 0, trainer.state_dict(), cfg.run.keep_checkpoints)
-    store.create_run(run_id, name=name, preset=a.preset or (Path(a.config).name if a.config else ""),
-                     config=cfg.to_dict(), device=str(device), group_id=a.group,
-                     first_events=[(EventKind.STARTED, {"device": str(device), "target": cfg.run.iterations})],
-                     first_tasks=trainer.pool.take_dirty_rows())
-    print(f"run {run_id} ({name}) on {device}, database {store.path}", flush=True)
-    return _drive(store, run_id, trainer, cfg.run.iterations)
+    return start_run(_db_path(a.db), run_id, cfg, name=a.name, preset=a.preset, config_file=a.config,
+                     group=a.group)
 
 
 def cmd_resume(a) -> int:
-    a.run_id = _run_id(a.run_id)
-    store = _open(a.db, create=False, lock_wait_s=ENGINE_LOCK_WAIT_S)
-    store.refresh_liveness()
-    run = store.get_run(a.run_id)
-    if run is None:
-        raise InputError(f"no run {a.run_id!r} in {store.path}")
-    if run["status"] in LIVE:
-        raise InputError(f"run {a.run_id} is still {run['status']} (pid {run['pid']} on {run['host']})")
-    if a.iterations is not None and a.iterations < 1:
-        raise InputError(f"--iterations = {a.iterations}: must be ≥ 1")
-    cfg = from_dict(store.run_config(a.run_id))
-    from . import checkpoint
-    from .loop.trainer import Trainer, resolve_device
-    from .paths import checkpoints_dir, owned_by
-    folder = checkpoints_dir(store.path, a.run_id)
-    if not owned_by(folder, store.path):
-        raise InputError(f"the checkpoints of run {a.run_id} in {folder} belong to another database "
-                         "(an imported copy has no checkpoints of its own)")
-    try:
-        device = resolve_device(a.device or cfg.run.device)
-    except RuntimeError as e:
-        raise InputError(f"cannot resume on {a.device or cfg.run.device}: {e} (try --device cpu)") from None
-    if a.device:
-        cfg.run.device = a.device
-    checkpoint.clean_tmp(folder)
-    try:
-        path, state, skipped = checkpoint.newest_good(folder, device)
-    except checkpoint.CheckpointError as e:
-        raise InputError(f"run {a.run_id} cannot be resumed: {e}") from None
-    trainer = Trainer(cfg, device)
-    try:
-        trainer.load_state_dict(state)
-    except (RuntimeError, KeyError, ValueError, TypeError) as e:
-        raise InputError(f"checkpoint {path} does not fit this run on {device}: {e}") from None
-    k = trainer.iteration
-    target = k + a.iterations if a.iterations else cfg.run.iterations
-    store.claim_run(a.run_id, str(device))
-    # commands left for the dead engine (a pause, a stop) are not orders for this one
-    store.expire_commands(a.run_id, "rejected: the engine restarted before applying it")
-    store.rewind(a.run_id, k)
-    store.write_tasks(a.run_id, trainer.pool.live_rows())
-    for bad, reason in skipped:
-        store.add_event(a.run_id, k, EventKind.CHECKPOINT_SKIPPED, {"checkpoint": bad.name, "reason": reason})
-        print(f"skipped damaged checkpoint {bad.name}: {reason}", flush=True)
-    store.add_event(a.run_id, k, EventKind.RESUMED_FROM_CHECKPOINT, {"checkpoint": path.name, "target": target})
-    print(f"run {a.run_id} resumed at iteration {k} from {path.name}, target {target}", flush=True)
-    return _drive(store, a.run_id, trainer, max(target, k))
-
-
-def _drive(store, run_id: str, trainer, target: int) -> int:
-    from .runner import Runner
-    return Runner(store, run_id, trainer, target, out=lambda s: print(s, flush=True)).run()
+    return resume_run(_db_path(a.db), _run_id(a.run_id), iterations=a.iterations, device=a.device)
 
 
 # -- reading ------------------------------------------------------------------------------
@@ -268,46 +175,25 @@ def cmd_presets(_a) -> int:
 
 # -- export / import ------------------------------------------------------------------------
 def cmd_export(a) -> int:
-    """Rendering lives in the console package (Qt, offscreen): run it as a subprocess so this
-    process never imports Qt. Its exit code (0 / 2 invalid input / 1 failure) is ours."""
-    if importlib.util.find_spec("rla_gui") is None:
-        print("rla: export needs the console package (rla_gui), which is not installed", file=sys.stderr)
-        return 1
+    """CSV and JSON are written here; HTML and PDF by the registered renderer in a subprocess (it
+    imports Qt, which this process never does), whose exit code (0 / 2 / 1) is ours."""
     db = Path(a.db).expanduser() if a.db else default_db_path()
-    cmd = [sys.executable, "-m", "rla_gui.report", "--db", str(db), "--format", a.format, "--out", a.out]
+    if a.format in DATA_FORMATS:
+        code, line = run_export(db, a.run_ids, a.format, a.out, force=a.force)
+        print(line, file=sys.stdout if code == 0 else sys.stderr)
+        return code
+    renderer = renderer_command()
+    if renderer is None:
+        print(f"rla: {MISSING}", file=sys.stderr)
+        return 1
+    cmd = [*renderer, "--db", str(db), "--format", a.format, "--out", a.out]
     if a.force:
         cmd.append("--force")
     return subprocess.run([*cmd, "--", *a.run_ids]).returncode
 
 
-def _read_bundles(file: str) -> list[dict]:
-    """The runs of a JSON export: one bundle, or the several-runs form."""
-    path = Path(file).expanduser()
-    try:
-        doc = json.loads(path.read_bytes())
-    except FileNotFoundError:
-        raise InputError(f"{path}: no such file") from None
-    except IsADirectoryError:
-        raise InputError(f"{path} is a folder, not a JSON export") from None
-    except OSError as e:
-        raise InputError(f"cannot read {path}: {e.strerror}") from None
-    except (UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise InputError(f"{path}: not a JSON export ({e})") from None
-    except RecursionError:
-        raise InputError(f"{path}: not a JSON export (nested too deeply)") from None
-    if isinstance(doc, dict) and doc.get("format") == MULTI_FORMAT:
-        if not isinstance(doc.get("runs"), list) or not doc["runs"]:
-            raise InputError(f"{path}: 'runs' must be a non-empty list of run bundles")
-        return doc["runs"]
-    if isinstance(doc, dict) and doc.get("format") == BUNDLE_FORMAT:
-        return [doc]
-    fmt = doc.get("format") if isinstance(doc, dict) else None
-    raise InputError(f"{path}: format {fmt!r} is not an RLAnything export "
-                     f"(expected {BUNDLE_FORMAT!r} or {MULTI_FORMAT!r})")
-
-
 def cmd_import(a) -> int:
-    bundles = _read_bundles(a.file)
+    bundles = read_bundles(a.file)
     if a.as_id is not None and len(bundles) != 1:
         raise InputError(f"--as {a.as_id}: {a.file} holds {len(bundles)} runs; --as needs exactly one")
     store = _open(a.db)

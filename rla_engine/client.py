@@ -1,7 +1,8 @@
 """EngineClient: start and steer engine processes, and watch them through the database.
 
 Torch-free and asyncio-native, for the console (qasync) and for scripts. Every database call
-runs on one worker thread of the client, so an event loop never waits on SQLite.
+runs on one worker thread of the client (a CSV/JSON export on a second one, with its own
+connection), so an event loop never waits on SQLite.
 """
 from __future__ import annotations
 
@@ -19,6 +20,9 @@ from typing import Concatenate, ParamSpec, TypeVar
 import numpy as np
 
 from .config import Config, validate
+from .export import DATA_FORMATS
+from .export.command import run_export
+from .export.renderer import MISSING, renderer_command
 from .paths import (UnsafeRunId, default_db_path, log_path, logs_dir, make_private_dir, open_private,
                     remove_run_files, run_config_path)
 from .store import Store, new_run_id, open_store
@@ -56,6 +60,9 @@ class EngineClient:
         self.db_path = Path(db_path) if db_path else default_db_path()
         self.python = python
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="rla-store")
+        # CSV/JSON exports get their own thread: a long one must not hold up the store's calls,
+        # and the loop's default executor may be Qt's (qasync), whose threads outlive a test
+        self._export_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="rla-export")
         self._store: Store | None = None
         self.processes: dict[str, asyncio.subprocess.Process] = {}
 
@@ -73,6 +80,7 @@ class EngineClient:
             await asyncio.get_running_loop().run_in_executor(self._pool, self._store.close)
             self._store = None
         self._pool.shutdown(wait=False)
+        self._export_pool.shutdown(wait=False)
 
     # -- launching -------------------------------------------------------------------------
     async def _spawn(self, run_id: str, args: list[str]) -> asyncio.subprocess.Process:
@@ -196,17 +204,28 @@ class EngineClient:
         return await self._db(Store.search_runs, query, include_archived)
 
     async def export(self, run_ids: list[str], fmt: str, out: Path, force: bool = False) -> str:
-        """Render a report with `python -m rla_gui.report` in a subprocess (Qt offscreen there,
-        the console's loop free here); return its message, raise EngineError on failure."""
+        """Export runs; return the line that reports it, raise EngineError on failure. CSV and
+        JSON are written on the client's export thread; HTML and PDF by the registered
+        renderer in a subprocess (Qt offscreen there, the console's loop free here)."""
+        if fmt in DATA_FORMATS:
+            code, text = await asyncio.get_running_loop().run_in_executor(
+                self._export_pool, run_export, self.db_path, run_ids, fmt, out, force)
+        else:
+            code, text = await self._render(run_ids, fmt, out, force)
+        if code != 0:
+            raise EngineError(f"export failed (exit {code})", text)
+        return text
+
+    async def _render(self, run_ids: list[str], fmt: str, out: Path, force: bool) -> tuple[int, str]:
+        renderer = renderer_command(self.python)
+        if renderer is None:
+            return 1, MISSING
         proc = await asyncio.create_subprocess_exec(
-            self.python, "-m", "rla_gui.report", "--db", str(self.db_path), "--format", fmt, "--out", str(out),
-            *(["--force"] if force else []), *run_ids,
+            *renderer, "--db", str(self.db_path), "--format", fmt, "--out", str(out),
+            *(["--force"] if force else []), "--", *run_ids,
             stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT, stdin=asyncio.subprocess.DEVNULL)
         output, _ = await proc.communicate()
-        text = output.decode(errors="replace").strip()
-        if proc.returncode != 0:
-            raise EngineError(f"export failed (exit {proc.returncode})", text)
-        return text
+        return proc.returncode or 0, output.decode(errors="replace").strip()
 
     async def set_notes(self, run_id: str, notes: str) -> None:
         await self._db(Store.set_notes, run_id, notes)

@@ -327,7 +327,7 @@ def parse_set(assignment: str) -> tuple[str, Any]:
 
 
 def presets_dir():
-    return resources.files("resources") / "presets"
+    return resources.files("rla_engine.resources") / "presets"
 
 
 def preset_names() -> list[str]:

@@ -1,23 +1,24 @@
 """`python -m rla_gui.report --db PATH --format html|pdf|csv|json --out PATH [--force] RUN_ID…`
 
-What `rla export` runs as a subprocess (so the engine package never imports Qt). Exit codes as
+The renderer `rla export` and the console run as a subprocess for HTML and PDF (so the engine's
+process never imports Qt); it is registered as the engine's `rla.renderers` entry point in
+pyproject.toml. It writes CSV and JSON too, through the engine's own export. Exit codes as
 the `rla` command: 0 written; 2 invalid input (one line: unknown run, existing file without
 --force, bad format, an output that is not a regular file — a device, pipe, socket, folder or
 symbolic link, refused even with --force — or cannot be created there); 1 runtime failure.
-Files are written atomically, mode 0600 (rla_gui/report/files.py). Rendering runs offscreen
+Files are written atomically, mode 0600 (rla_engine/export/files.py). Rendering runs offscreen
 when there is no display; CSV and JSON never import Qt or torch.
 """
 from __future__ import annotations
 
 import argparse
-import os
 import sys
-import time
+
+from rla_engine.export import FORMATS
+from rla_engine.export.command import PROG, run_export
 
 from ..headless import ensure_offscreen
-from . import FORMATS, ExportInputError, export
-
-PROG = "rla export"
+from . import render
 
 
 class _Parser(argparse.ArgumentParser):
@@ -36,11 +37,6 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
-def _one_line(message: object) -> str:
-    """A message as one line, even when a path in it holds a line break."""
-    return str(message).replace("\r", "\\r").replace("\n", "\\n")
-
-
 def main(argv: list[str] | None = None) -> int:
     a = _parser().parse_args(argv)
     if a.db:
@@ -50,23 +46,9 @@ def main(argv: list[str] | None = None) -> int:
         db = default_db_path()
     if a.format in ("html", "pdf"):
         ensure_offscreen()
-    t0 = time.perf_counter()
-    try:
-        written = export(db, a.run_ids, a.format, a.out, force=a.force)
-    except ExportInputError as e:
-        print(f"{PROG}: {_one_line(e)}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        print(f"{PROG}: interrupted; nothing written", file=sys.stderr)
-        return 130
-    except Exception as e:
-        if os.environ.get("RLA_DEBUG"):
-            raise
-        print(f"{PROG}: failed: {type(e).__name__}: {_one_line(e)}", file=sys.stderr)
-        return 1
-    dt = time.perf_counter() - t0
-    print("wrote " + " and ".join(f"{p} ({n} bytes)" for p, n in written) + f" in {dt:.2f} s")
-    return 0
+    code, line = run_export(db, a.run_ids, a.format, a.out, force=a.force, render=render)
+    print(line, file=sys.stdout if code == 0 else sys.stderr)
+    return code
 
 
 if __name__ == "__main__":

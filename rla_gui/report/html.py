@@ -17,8 +17,8 @@ from collections.abc import Callable
 from rla_engine import metrics
 from rla_engine.summary import config_differences, flatten
 
-from . import charts as C
-from . import sections as S
+from . import charts
+from . import sections
 from .escape import DASH, duration, esc, kv_table, num, table, value_text, when
 
 CSS = """
@@ -78,12 +78,12 @@ def render_html(bundles: list[dict], environment: dict | None = None) -> str:
     return compose(bundles, environment, image=data_uri, qt=False)
 
 
-def data_uri(chart: C.Chart) -> str:
+def data_uri(chart: charts.Chart) -> str:
     return "data:image/png;base64," + base64.b64encode(chart.png).decode("ascii")
 
 
 class _Doc:
-    def __init__(self, image: Callable[[C.Chart], str], qt: bool):
+    def __init__(self, image: Callable[[charts.Chart], str], qt: bool):
         self.image, self.qt = image, qt
         self.parts: list[str] = []
         self.sections = 0
@@ -99,7 +99,7 @@ class _Doc:
         brk = ' style="page-break-before: always"' if self.qt and page_break else ""
         self.add(f'<div class="section" id="{sid}">', f"<h2{brk}>{esc(title)}</h2>" if title else "")
 
-    def figure(self, chart: C.Chart, width: int | None = None, new_page: bool = False) -> str:
+    def figure(self, chart: charts.Chart, width: int | None = None, new_page: bool = False) -> str:
         w = width or (QT_WIDTH if self.qt else chart.width)
         h = round(w * chart.height / chart.width)
         gap = "&nbsp;&nbsp; " if self.qt else " "     # Qt ignores the entries' CSS margin
@@ -111,18 +111,18 @@ class _Doc:
                 f'<img src="{self.image(chart)}" width="{w}" height="{h}" alt="{esc(chart.title)}">'
                 f'<p class="legend">{legend}</p>{note}</div>')
 
-    def figures(self, charts: list[C.Chart]) -> None:
+    def figures(self, row: list[charts.Chart]) -> None:
         """Small charts two to a row: a CSS grid in a browser, a table row in Qt."""
         if not self.qt:
-            self.add('<div class="grid">', *(self.figure(c) for c in charts), "</div>")
+            self.add('<div class="grid">', *(self.figure(c) for c in row), "</div>")
             return
         # six to a page, each page its own table: Qt would part a heading from its chart otherwise
-        for page in range(0, len(charts), 6):
+        for page in range(0, len(row), 6):
             brk = ' style="page-break-before: always"' if page else ""
             self.add(f'<table width="100%" cellspacing="0" cellpadding="2" class="figs"{brk}>')
-            for i in range(page, min(page + 6, len(charts)), 2):
+            for i in range(page, min(page + 6, len(row)), 2):
                 cells = "".join(f'<td width="50%" style="border:none">{self.figure(c, QT_WIDTH // 2 - 8)}</td>'
-                                for c in charts[i:i + 2])
+                                for c in row[i:i + 2])
                 self.add(f"<tr>{cells}</tr>")
             self.add("</table>")
 
@@ -134,15 +134,15 @@ class _Doc:
                 "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
                 f"<title>{esc(title)}</title><style>{css}</style></head>"
                 f"<body><div class=\"page\">{''.join(self.parts)}"
-                f"<p class=\"muted\">Made by RLAnything {esc(S.version())} on {esc(S.now())}.</p>"
+                f"<p class=\"muted\">Made by RLAnything {esc(sections.version())} on {esc(sections.now())}.</p>"
                 "</div></body></html>\n")
 
 
-def compose(bundles: list[dict], environment: dict | None, *, image: Callable[[C.Chart], str],
+def compose(bundles: list[dict], environment: dict | None, *, image: Callable[[charts.Chart], str],
             qt: bool) -> str:
     if not bundles:
         raise ValueError("a report needs at least one run")
-    facts = [S.Facts(b) for b in bundles]
+    facts = [sections.Facts(b) for b in bundles]
     doc = _Doc(image, qt)
     if len(bundles) == 1:
         _single(doc, facts[0], environment)
@@ -151,44 +151,44 @@ def compose(bundles: list[dict], environment: dict | None, *, image: Callable[[C
     return doc.html(f"RLAnything comparison — {len(facts)} runs")
 
 
-def _single(doc: _Doc, f: S.Facts, environment: dict | None) -> None:
-    charts = {c.id: c for c in C.run_charts(f.bundle, f.data)}
+def _single(doc: _Doc, f: sections.Facts, environment: dict | None) -> None:
+    by_id = {c.id: c for c in charts.run_charts(f.bundle, f.data)}
     doc.section("title", "", page_break=False)
-    doc.add(S.title_block(f))     # holds the summary section too
+    doc.add(sections.title_block(f))     # holds the summary section too
     # PDF pages: the first chart under the summary, then three to a page (a heading is never
     # parted from its chart), the losses with eval by tier
     doc.section("charts", "Training curves", page_break=False)
-    doc.add(*(doc.figure(charts[cid], new_page=i in (1, 4))
+    doc.add(*(doc.figure(by_id[cid], new_page=i in (1, 4))
               for i, cid in enumerate(("policy", "agreement", "balance", "difficulty", "losses"))))
     doc.section("eval-tiers", "Eval success by tier", page_break=False)
-    doc.add(doc.figure(charts["eval-tiers"]), S.tier_table(f))
+    doc.add(doc.figure(by_id["eval-tiers"]), sections.tier_table(f))
     doc.section("config", "Configuration")
-    doc.add(S.config_table(f.config))
+    doc.add(sections.config_table(f.config))
     doc.section("events", "Event timeline")
-    limits = dict(max_rows=S.PDF_MAX_ROWS, chunk=S.PDF_CHUNK) if doc.qt else {}
-    doc.add(S.events_block(f.bundle, **limits))
+    limits = dict(max_rows=sections.PDF_MAX_ROWS, chunk=sections.PDF_CHUNK) if doc.qt else {}
+    doc.add(sections.events_block(f.bundle, **limits))
     doc.section("adaptation", "Environment adaptation")
-    doc.add(S.adaptation_block(f.bundle, **limits))
+    doc.add(sections.adaptation_block(f.bundle, **limits))
     doc.section("pool", "Final task pool", page_break=False)
-    doc.add(S.pool_table(f.bundle))
+    doc.add(sections.pool_table(f.bundle))
     doc.section("environment", "Environment", page_break=False)
-    doc.add(S.environment_block([f], environment))
+    doc.add(sections.environment_block([f], environment))
 
 
-def _comparison(doc: _Doc, facts: list[S.Facts], environment: dict | None) -> None:
-    charts = C.comparison_charts([f.bundle for f in facts], [f.data for f in facts])
+def _comparison(doc: _Doc, facts: list[sections.Facts], environment: dict | None) -> None:
+    overlays = charts.comparison_charts([f.bundle for f in facts], [f.data for f in facts])
     doc.section("title", "", page_break=False)
     doc.add('<p class="kicker">RLAnything comparison report</p>',
             f"<h1>Comparison of {len(facts)} runs</h1>", run_list(facts))
     doc.section("summary", "Summary", page_break=False)
-    doc.add(S.summary_table(facts))
+    doc.add(sections.summary_table(facts))
     doc.section("config-diff", "Configuration differences", page_break=False)
     doc.add(config_diff_table(facts))
     doc.section("charts", "Training curves, overlaid")
     doc.add('<p class="muted">Each run keeps its colour in every chart: ', run_legend(facts), "</p>")
-    doc.figures([c for c in charts if c.id != "cmp-eval-tiers"])
+    doc.figures([c for c in overlays if c.id != "cmp-eval-tiers"])
     doc.section("eval-tiers", "Eval success by tier", page_break=False)
-    doc.figures([c for c in charts if c.id == "cmp-eval-tiers"])
+    doc.figures([c for c in overlays if c.id == "cmp-eval-tiers"])
     doc.add(tier_comparison_table(facts))
     doc.section("config", "Configuration")
     doc.add(config_table_multi(facts))
@@ -196,47 +196,48 @@ def _comparison(doc: _Doc, facts: list[S.Facts], environment: dict | None) -> No
     for f in facts:
         doc.add(run_brief(f))
     doc.section("environment", "Environment", page_break=False)
-    doc.add(S.environment_block(facts, environment))
+    doc.add(sections.environment_block(facts, environment))
 
 
 # -- the comparison's own tables -------------------------------------------------------------
-def run_legend(facts: list[S.Facts]) -> str:
-    return "&nbsp;&nbsp; ".join(S.run_label(f, i) for i, f in enumerate(facts))
+def run_legend(facts: list[sections.Facts]) -> str:
+    return "&nbsp;&nbsp; ".join(sections.run_label(f, i) for i, f in enumerate(facts))
 
 
-def run_list(facts: list[S.Facts]) -> str:
+def run_list(facts: list[sections.Facts]) -> str:
     return table(["run", "id", "status", "started", "iterations"],
-                 ([S.run_label(f, i), f"<code>{esc(f.run.get('id'))}</code>", S.badge(f.run.get("status")),
-                   esc(when(f.run.get("started_at"))), num(f.run.get("iteration"))] for i, f in enumerate(facts)),
+                 ([sections.run_label(f, i), f"<code>{esc(f.run.get('id'))}</code>",
+                   sections.badge(f.run.get("status")), esc(when(f.run.get("started_at"))),
+                   num(f.run.get("iteration"))] for i, f in enumerate(facts)),
                  "runs", numeric=(4,))
 
 
-def tier_comparison_table(facts: list[S.Facts]) -> str:
-    tiers = sorted({k for f in facts for k in C.tier_keys(f.data)}, key=lambda k: metrics.tier_of(k) or 0.0)
+def tier_comparison_table(facts: list[sections.Facts]) -> str:
+    tiers = sorted({k for f in facts for k in charts.tier_keys(f.data)}, key=lambda k: metrics.tier_of(k) or 0.0)
     rows = [[num(metrics.tier_of(k))] + [num(f.final(k)) for f in facts] for k in tiers]
-    return table(["tier (last evaluation)"] + [S.run_label(f, i) for i, f in enumerate(facts)], rows, "tiers",
+    return table(["tier (last evaluation)"] + [sections.run_label(f, i) for i, f in enumerate(facts)], rows, "tiers",
                  numeric=tuple(range(len(facts) + 1)))
 
 
-def differing_keys(facts: list[S.Facts]) -> list[str]:
+def differing_keys(facts: list[sections.Facts]) -> list[str]:
     return config_differences([f.config for f in facts])
 
 
-def config_diff_table(facts: list[S.Facts]) -> str:
+def config_diff_table(facts: list[sections.Facts]) -> str:
     flats = [flatten(f.config) for f in facts]
     keys = differing_keys(facts)
     if not keys:
         return '<p class="muted">The runs share one configuration.</p>'
-    head = ["key"] + [S.run_label(f, i) for i, f in enumerate(facts)]
+    head = ["key"] + [sections.run_label(f, i) for i, f in enumerate(facts)]
     return table(head, ([f"<code>{esc(k)}</code>"] + [value_text(fl[k]) if k in fl else DASH for fl in flats]
                         for k in keys), "config-diff")
 
 
-def config_table_multi(facts: list[S.Facts]) -> str:
+def config_table_multi(facts: list[sections.Facts]) -> str:
     flats = [flatten(f.config) for f in facts]
     keys = list(dict.fromkeys(k for fl in flats for k in fl))
     differing = set(config_differences([f.config for f in facts]))
-    head = ["key"] + [S.run_label(f, i) for i, f in enumerate(facts)]
+    head = ["key"] + [sections.run_label(f, i) for i, f in enumerate(facts)]
     rows = []
     for k in keys:
         cells = [value_text(fl[k]) if k in fl else DASH for fl in flats]
@@ -247,15 +248,15 @@ def config_table_multi(facts: list[S.Facts]) -> str:
             + table(head, rows, "config"))
 
 
-def run_brief(f: S.Facts) -> str:
+def run_brief(f: sections.Facts) -> str:
     r = f.run
-    counts = Counter(e["kind"] for e in f.bundle.get("events") or () if e["kind"] not in S.SKIPPED_EVENTS)
+    counts = Counter(e["kind"] for e in f.bundle.get("events") or () if e["kind"] not in sections.SKIPPED_EVENTS)
     pool = sum(1 for t in f.bundle.get("tasks") or () if t["status"] == "active")
     return (f"<h3>{esc(f.name)}</h3>"
-            + kv_table([("id", f"<code>{esc(r.get('id'))}</code>"), ("status", S.badge(r.get("status"))),
+            + kv_table([("id", f"<code>{esc(r.get('id'))}</code>"), ("status", sections.badge(r.get("status"))),
                         ("started → ended", f"{esc(when(r.get('started_at')))} → {esc(when(r.get('ended_at')))}"),
                         ("duration", esc(duration(f.duration()))), ("preset", esc(r.get("preset") or DASH)),
-                        ("tags", S.tags_text(r)), ("device", esc(r.get("device"))),
+                        ("tags", sections.tags_text(r)), ("device", esc(r.get("device"))),
                         ("events", esc(" · ".join(f"{k} {n}" for k, n in counts.most_common()) or DASH)),
                         ("active tasks", num(pool))])
-            + S.notes_text(r))
+            + sections.notes_text(r))

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from . import charts as C  # first: sets the offscreen platform where there is no display
+from . import charts  # first: sets the offscreen platform where there is no display
 from .html import compose
 
 from PySide6 import QtCore, QtGui
@@ -19,11 +19,11 @@ RESOLUTION = 300     # dpi of the PDF's coordinate space: text is vector anyway;
 
 def build_document(bundles: list[dict], environment: dict | None = None) -> QtGui.QTextDocument:
     """The report as a QTextDocument with its charts as image resources (tests and previews)."""
-    C.ensure_app()
+    charts.ensure_app()
     doc = QtGui.QTextDocument()
-    images: list[tuple[str, C.Chart]] = []
+    images: list[tuple[str, charts.Chart]] = []
 
-    def image(chart: C.Chart) -> str:
+    def image(chart: charts.Chart) -> str:
         name = f"chart-{len(images) + 1}.png"
         images.append((name, chart))
         return name

@@ -14,8 +14,8 @@ from rla_engine import metrics
 from rla_engine.summary import flatten, run_duration
 from rla_engine.vocabulary import VARIANT_KINDS, EventKind
 
-from . import charts as C
-from .bundle import environment_info, package_version
+from . import charts
+from .environment import environment_info, package_version
 from .escape import DASH, duration, esc, kv_table, num, table, value_text, when
 
 MAX_EVENT_ROWS = 2000      # a long run has tens of thousands of variant events; the file stays readable
@@ -41,7 +41,7 @@ class Facts:
 
     def __init__(self, bundle: dict):
         self.bundle, self.run = bundle, bundle["run"]
-        self.data = C.series(bundle)
+        self.data = charts.series(bundle)
         self.config = self.run.get("config") or {}
         self.name = str(self.run.get("name") or self.run.get("id"))
 
@@ -136,7 +136,7 @@ def summary_table(facts: list[Facts]) -> str:
     if len(facts) == 1:
         f = facts[0]
         rows = []
-        tiers = [(f"eval @ tier {metrics.tier_of(k):g}", k, True) for k in C.tier_keys(f.data)]
+        tiers = [(f"eval @ tier {metrics.tier_of(k):g}", k, True) for k in charts.tier_keys(f.data)]
         for label, key, has_best in SUMMARY_ROWS[:2] + tuple(tiers) + SUMMARY_ROWS[2:]:
             b, at = f.best(key) if has_best else (None, None)
             rows.append([esc(label), num(f.final(key)), num(b) if has_best else "", num(at) if has_best else ""])
@@ -160,12 +160,12 @@ def summary_table(facts: list[Facts]) -> str:
 
 
 def run_label(f: Facts, i: int) -> str:
-    return f'<span style="color:{C.run_colour(i)}">■</span>&nbsp;{esc(f.name)}'
+    return f'<span style="color:{charts.run_colour(i)}">■</span>&nbsp;{esc(f.name)}'
 
 
 def tier_table(f: Facts) -> str:
     rows = []
-    for key in C.tier_keys(f.data):
+    for key in charts.tier_keys(f.data):
         _, y = f.data[key]
         b, at = f.best(key)
         rows.append([num(metrics.tier_of(key)), num(len(y)), num(float(y[0])), f"{num(b)} (it. {num(at)})",

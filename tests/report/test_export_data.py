@@ -19,9 +19,10 @@ from pathlib import Path
 import pytest
 
 from rla_engine.store import BUNDLE_FORMAT, MULTI_FORMAT, StoreError, open_store
+from rla_engine.export import ExportInputError, files, tabular
+from rla_engine.export.bundles import load_bundles
 from rla_gui import report
-from rla_gui.report import ExportInputError, files, tabular
-from rla_gui.report.bundle import environment_info, load_bundles
+from rla_gui.report.environment import environment_info
 
 TINY = ["--preset", "tiny"]
 
@@ -353,7 +354,7 @@ WRAPPER = textwrap.dedent("""\
         runpy.run_module("rla_gui.report", run_name="__main__", alter_sys=True)
     except SystemExit as e:
         code = e.code
-    from rla_gui.report.bundle import environment_info
+    from rla_gui.report.environment import environment_info
     info = environment_info()
     heavy = sorted(m for m in sys.modules if m.split(".")[0] in ("PySide6", "shiboken6", "pyqtgraph", "torch"))
     print(json.dumps({"code": code, "heavy": heavy[:5], "info": info}))

@@ -25,8 +25,8 @@ from pathlib import Path
 import pytest
 
 from rla_engine.store import open_store
+from rla_engine.export import ExportInputError, files, output_paths
 from rla_gui import report
-from rla_gui.report import ExportInputError, files
 
 RUN = "files-test-run"
 IS_ROOT = hasattr(os, "geteuid") and os.geteuid() == 0
@@ -293,7 +293,7 @@ def test_files_are_0600_whatever_the_umask(db, tmp_path, fmt):
     out = tmp_path / f"run.{fmt}"
     r = export(db, fmt, out, umask=0)
     assert r.returncode == 0, r.stderr
-    written = report.output_paths(fmt, out)
+    written = output_paths(fmt, out)
     for p in written:
         assert stat.S_ISREG(os.lstat(p).st_mode) and stat.S_IMODE(os.lstat(p).st_mode) == 0o600, p
     assert listing(tmp_path) == sorted(p.name for p in written)   # no temporary left
@@ -348,7 +348,7 @@ def test_a_link_appearing_in_a_group_changes_nothing(tmp_path):
 
 
 def test_export_reports_a_race_as_invalid_input(db, tmp_path, monkeypatch):
-    from rla_gui.report import tabular
+    from rla_engine.export import tabular
     out = tmp_path / "run.json"
     real = tabular.to_json
 

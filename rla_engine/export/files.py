@@ -36,7 +36,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from collections.abc import Iterator, Mapping
 
-from rla_engine.paths import fsync_path
+from ..paths import fsync_path
 
 MODE = 0o600   # every file an export writes
 

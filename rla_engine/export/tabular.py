@@ -18,7 +18,7 @@ import io
 import json
 from pathlib import Path
 
-from rla_engine.store import MULTI_FORMAT
+from ..store import MULTI_FORMAT
 
 METRIC_HEADER = ("run_id", "iteration", "key", "value", "t")
 EVENT_HEADER = ("run_id", "id", "iteration", "t", "kind", "payload_json")

@@ -1,0 +1,36 @@
+"""One export as the `rla export` command reports it: an exit code (0 written, 2 invalid input,
+1 runtime failure, 130 interrupted) and one line to print — the same from the `rla` command,
+the report renderer's own command line, and the console (which shows the line)."""
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+from . import ExportInputError, Render, export
+
+PROG = "rla export"
+
+
+def one_line(message: object) -> str:
+    """A message as one line, even when a path in it holds a line break."""
+    return str(message).replace("\r", "\\r").replace("\n", "\\n")
+
+
+def run_export(db_path: str | Path, run_ids: list[str], fmt: str, out: str | Path, force: bool = False,
+               render: Render | None = None) -> tuple[int, str]:
+    """Export (see `export`) and return (exit code, the line that reports it). With RLA_DEBUG
+    set, a runtime failure is raised with its traceback instead."""
+    t0 = time.perf_counter()
+    try:
+        written = export(db_path, run_ids, fmt, out, force=force, render=render)
+    except ExportInputError as e:
+        return 2, f"{PROG}: {one_line(e)}"
+    except KeyboardInterrupt:
+        return 130, f"{PROG}: interrupted; nothing written"
+    except Exception as e:
+        if os.environ.get("RLA_DEBUG"):
+            raise
+        return 1, f"{PROG}: failed: {type(e).__name__}: {one_line(e)}"
+    dt = time.perf_counter() - t0
+    return 0, "wrote " + " and ".join(f"{p} ({n} bytes)" for p, n in written) + f" in {dt:.2f} s"
