@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import torch
 from torch import nn
-from torch.nn import functional as F
+from torch.nn import functional
 
 
 def _mlp(inp: int, hidden: int, out: int) -> nn.Sequential:
@@ -22,13 +22,13 @@ class PolicyNet(nn.Module):
         return self.net(obs)
 
     def log_prob(self, obs: torch.Tensor, actions: torch.Tensor, temperature: float = 1.0) -> torch.Tensor:
-        logp = F.log_softmax(self.net(obs) / temperature, dim=-1)
+        logp = functional.log_softmax(self.net(obs) / temperature, dim=-1)
         return logp.gather(-1, actions.long().unsqueeze(-1)).squeeze(-1)
 
 
 def judge_input(obs: torch.Tensor, next_obs: torch.Tensor, actions: torch.Tensor, n_actions: int) -> torch.Tensor:
     """Exactly what the policy saw before and after the step, and the action — nothing privileged."""
-    return torch.cat([obs, next_obs, F.one_hot(actions.long(), n_actions).to(obs.dtype)], dim=-1)
+    return torch.cat([obs, next_obs, functional.one_hot(actions.long(), n_actions).to(obs.dtype)], dim=-1)
 
 
 class JudgeNet(nn.Module):
@@ -52,4 +52,4 @@ class JudgeNet(nn.Module):
 
     def log_prob(self, x: torch.Tensor, verdicts: torch.Tensor, temperature: float = 1.0) -> torch.Tensor:
         """log P(verdict) under the sampling temperature; x [rows, in_dim], verdicts [rows] in {+1, −1}."""
-        return F.logsigmoid(verdicts.to(x.dtype) * self.forward(x) / temperature)
+        return functional.logsigmoid(verdicts.to(x.dtype) * self.forward(x) / temperature)

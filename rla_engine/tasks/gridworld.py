@@ -28,7 +28,7 @@ from collections import Counter
 import numpy as np
 import torch
 
-from . import grid_layout as L
+from . import grid_layout
 from .base import HELD_OUT_SEEDS, BatchEnv, Family, Task, draw_seed
 
 SIZE_MIN, SIZE_MAX = 5, 15
@@ -37,7 +37,7 @@ PARAMS = ("size", "wall_density", "distance")
 FOCUS_PARAM = {"walls": "wall_density", "distance": "distance", "size": "size"}
 _R = 2                             # crop radius: 5×5 (7×7 gave the judge no better agreement and the policy less)
 _CROP = [(dy, dx) for dy in range(-_R, _R + 1) for dx in range(-_R, _R + 1) if (dy, dx) != (0, 0)]
-_PAD = L.FRAME + 2 * _R            # R more rings of wall so the crop never leaves the array
+_PAD = grid_layout.FRAME + 2 * _R            # R more rings of wall so the crop never leaves the array
 _STAY = 4                          # table column that inactive episodes "take": no move, label +1, info 0
 
 
@@ -63,11 +63,11 @@ def _is_number(v) -> bool:
     return isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, bool) and math.isfinite(v)
 
 
-def layout(task: Task) -> L.Layout:
+def layout(task: Task) -> grid_layout.Layout:
     lay = task._cache.get("layout")
     if lay is None:
         p = task.params
-        lay = L.make_layout(int(p["size"]), float(p["wall_density"]), float(p["distance"]),
+        lay = grid_layout.make_layout(int(p["size"]), float(p["wall_density"]), float(p["distance"]),
                             np.random.default_rng(task.seed), held_out=task.seed >= HELD_OUT_SEEDS[0])
         task._cache.update(layout=lay, walls=lay.walls, start=lay.start, goal=lay.goal,
                            budget=budget_for(lay.distance))
@@ -78,7 +78,7 @@ def dist_to_goal(task: Task) -> np.ndarray:
     """[289] BFS distance of every frame cell to the goal (built lazily: describe() needs none)."""
     if "dist" not in task._cache:
         lay = layout(task)
-        task._cache["dist"] = L.distance_map(lay.walls, lay.goal)
+        task._cache["dist"] = grid_layout.distance_map(lay.walls, lay.goal)
     return task._cache["dist"]
 
 
@@ -89,13 +89,13 @@ def _tables(task: Task) -> dict[str, np.ndarray]:
     tab = task._cache.get("tables")
     if tab is not None:
         return tab
-    lay, C = layout(task), L.CELLS
+    lay, C = layout(task), grid_layout.CELLS
     walls, dist = lay.walls.ravel(), dist_to_goal(task)
     cell = np.arange(C)
-    x, y = cell % L.FRAME - 1, cell // L.FRAME - 1
-    gx, gy = L.xy(lay.goal)
+    x, y = cell % grid_layout.FRAME - 1, cell // grid_layout.FRAME - 1
+    gx, gy = grid_layout.xy(lay.goal)
     # clipping only touches border cells, which are walls and never occupied
-    nbr = np.clip(cell[:, None] + np.array(L.OFFSETS), 0, C - 1)
+    nbr = np.clip(cell[:, None] + np.array(grid_layout.OFFSETS), 0, C - 1)
     blocked = walls[nbr]                                                         # [C, 4]
     new = np.where(blocked, cell[:, None], nbr)
     manh = np.abs(x - gx) + np.abs(y - gy)
@@ -122,7 +122,7 @@ class GridEnv(BatchEnv):
     def __init__(self, tasks: list[Task], rollouts: int, device: torch.device | str = "cpu"):
         tabs = [_tables(t) for t in tasks]
         lays = [layout(t) for t in tasks]
-        T, C = len(tasks), L.CELLS
+        T, C = len(tasks), grid_layout.CELLS
         self.n = T * rollouts
         goal = np.array([lay.goal for lay in lays], np.int64)
         start = np.array([lay.start for lay in lays], np.int64)
@@ -143,7 +143,7 @@ class GridEnv(BatchEnv):
         self._goal = torch.as_tensor(ep_task * C + goal[ep_task], device=dev)
         self._budget = torch.as_tensor(budget[ep_task], device=dev)
         self._vshift = torch.as_tensor((np.arange(self.n) - ep_task) * C, device=dev)   # own visited slab
-        self._nbr = torch.as_tensor(np.array(L.OFFSETS), device=dev)
+        self._nbr = torch.as_tensor(np.array(grid_layout.OFFSETS), device=dev)
         self._stay = torch.tensor(_STAY, device=dev)
         # visited cells hold the number of the reset that visited them, so a reset clears
         # nothing; numpy allocates the zeros because a large torch fill may start a parallel
@@ -226,7 +226,7 @@ class GridworldFamily(Family):
         d = int(dist_to_goal(task)[lay.start])
         if lay.start == lay.goal:
             return "start and goal coincide"
-        if d >= L.UNREACHABLE or d != lay.distance:
+        if d >= grid_layout.UNREACHABLE or d != lay.distance:
             return "goal not reachable from the start"
         if budget_for(d) < d:
             return "step budget shorter than the shortest path"
@@ -271,7 +271,8 @@ class GridworldFamily(Family):
         lay = layout(task)
         n = lay.size
         rows = ["".join("#" if lay.walls[y + 1, x + 1] else "." for x in range(n)) for y in range(n)]
-        return {"size": n, "walls": rows, "start": list(L.xy(lay.start)), "goal": list(L.xy(lay.goal)),
+        return {"size": n, "walls": rows, "start": list(grid_layout.xy(lay.start)),
+                "goal": list(grid_layout.xy(lay.goal)),
                 "budget": budget_for(lay.distance), "difficulty": self.difficulty(task.params)}
 
 

@@ -11,7 +11,7 @@ from collections import Counter
 import numpy as np
 
 from rla_engine import metrics
-from rla_engine.summary import flatten, run_duration
+from rla_engine.summary import HEADLINE_ROWS, best_value, final_value, flatten, run_duration
 from rla_engine.vocabulary import VARIANT_KINDS, EventKind
 
 from . import charts
@@ -47,14 +47,11 @@ class Facts:
 
     def final(self, key: str) -> float | None:
         s = self.data.get(key)
-        return float(s[1][-1]) if s is not None and len(s[1]) else None
+        return final_value(s[1]) if s is not None else None
 
     def best(self, key: str) -> tuple[float | None, int | None]:
         s = self.data.get(key)
-        if s is None or not np.isfinite(s[1]).any():
-            return None, None
-        i = int(np.nanargmax(s[1]))
-        return float(s[1][i]), int(s[0][i])
+        return best_value(s[0], s[1]) if s is not None else (None, None)
 
     def total(self, key: str, event_kind: str) -> int:
         """Accepted/rejected variants: the per-iteration counts summed, else the events counted."""
@@ -124,20 +121,13 @@ def title_block(f: Facts) -> str:
             + notes_text(r))
 
 
-SUMMARY_ROWS = (("success (train)", metrics.SUCCESS, True), ("eval success", metrics.EVAL_SUCCESS, True),
-                ("outcome agreement", metrics.OUTCOME_AGREEMENT, True),
-                ("process agreement", metrics.PROCESS_AGREEMENT, True),
-                ("μ", metrics.MU, False), ("pool difficulty (mean)", metrics.DIFFICULTY_MEAN, False),
-                ("tasks in band", metrics.IN_BAND, False))
-
-
 def summary_table(facts: list[Facts]) -> str:
     """Final and best values; one run → final/best columns, several → a column per run."""
     if len(facts) == 1:
         f = facts[0]
         rows = []
         tiers = [(f"eval @ tier {metrics.tier_of(k):g}", k, True) for k in charts.tier_keys(f.data)]
-        for label, key, has_best in SUMMARY_ROWS[:2] + tuple(tiers) + SUMMARY_ROWS[2:]:
+        for label, key, has_best in HEADLINE_ROWS[:2] + tuple(tiers) + HEADLINE_ROWS[2:]:
             b, at = f.best(key) if has_best else (None, None)
             rows.append([esc(label), num(f.final(key)), num(b) if has_best else "", num(at) if has_best else ""])
         rows += [[esc("variants accepted / rejected"), f.variants(), "", ""],
@@ -148,7 +138,7 @@ def summary_table(facts: list[Facts]) -> str:
     head = [""] + [run_label(f, i) for i, f in enumerate(facts)]
     rows = [[esc("status")] + [badge(f.run.get("status")) for f in facts],
             [esc("iterations")] + [f"{num(f.run.get('iteration'))} / {num(f.target())}" for f in facts]]
-    for label, key, has_best in SUMMARY_ROWS:
+    for label, key, has_best in HEADLINE_ROWS:
         rows.append([esc(f"{label} — final")] + [num(f.final(key)) for f in facts])
         if has_best:
             rows.append([esc(f"{label} — best")] + [num(f.best(key)[0]) for f in facts])

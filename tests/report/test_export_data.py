@@ -467,10 +467,12 @@ def test_hostile_queries_neither_raise_nor_inject(search_store, query):
 
 
 def test_an_older_database_gets_the_search_index_with_its_runs(tmp_path, monkeypatch):
-    from rla_engine import store as store_mod
+    from rla_engine.store import schema
     db = tmp_path / "old.db"
-    monkeypatch.setattr(store_mod, "MIGRATIONS", store_mod.MIGRATIONS[:1])
+    # a database from before the search index (what migrate() reads: schema.MIGRATIONS)
+    monkeypatch.setattr(schema, "MIGRATIONS", [m for m in schema.MIGRATIONS if m[0] != "002_runs_fts"])
     s = open_store(db)
+    assert not s._has_search_index()        # it really is a database from before the search index
     _runs_for_search(s)
     s.close()
     monkeypatch.undo()
