@@ -15,8 +15,9 @@ the run row with its config, iterations, metrics, events (episodes included) and
 pool. Tests import them into a fresh temporary database (tests/conftest.py, `recorded_db`);
 an imported run has no checkpoints, so resume is refused for it: tests that need one train.
 
-Rerun (a few seconds of training, ~30 s with the start-up of four engines) after a change of
-the schema, the bundle format, the tiny preset, or what a run records:
+Rerun it (seconds of training; under a minute with the start-up of four engines) after a change
+of the schema, the bundle format, the tiny preset, or what a run records (a bundle the store
+no longer accepts fails the fixture with the store's message naming the field):
 
     .venv/bin/python tests/data/make_recorded_runs.py
 
