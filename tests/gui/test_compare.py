@@ -1,4 +1,5 @@
-"""Comparing runs in the console, and notes/tags/search on the history (real runs, real database)."""
+"""Comparing runs in the console, and notes/tags/search on the history (real database: recorded
+runs imported, and one live engine run for editing while live)."""
 import subprocess
 import sys
 
@@ -22,13 +23,15 @@ def cli_run(db, name, *sets, group=None, iterations=3):
 
 
 @pytest.fixture(scope="module")
-def three_runs(tmp_path_factory):
-    db = tmp_path_factory.mktemp("cmp") / "h.db"
-    procs = [subprocess.Popen(cli_run(db, "base", group="abl")),
-             subprocess.Popen(cli_run(db, "outcome only", "policy.lam=0", group="abl")),
-             subprocess.Popen(cli_run(db, "five verdicts", "judge.m=5", "policy.lam=0.5", group="abl"))]
-    assert all(p.wait(timeout=180) == 0 for p in procs)
-    return db
+def group(recorded):
+    """The recorded group (tests/data): three runs, "base", "outcome only" (policy.lam=0) and
+    "five verdicts" (judge.m=5, policy.lam=0.5)."""
+    return recorded("recorded_group")
+
+
+@pytest.fixture(scope="module")
+def three_runs(group, recorded_db):
+    return recorded_db(*group)
 
 
 @pytest.fixture
@@ -51,7 +54,7 @@ def test_config_differences_lists_exactly_the_differing_keys():
     assert config_differences([a, a]) == []
 
 
-def test_compare_three_runs_overlays_panels_and_lists_differences(window, drive, qtbot):
+def test_compare_three_runs_overlays_panels_and_lists_differences(window, drive, qtbot, group):
     async def scenario():
         await until(lambda: len(window.history.model.rows) == 3, what="three runs in the history")
         window.history.table.selectAll()
@@ -61,7 +64,8 @@ def test_compare_three_runs_overlays_panels_and_lists_differences(window, drive,
         return window.comparisons[-1]
     win = drive(scenario(), timeout=60)
     names = sorted(r["name"] for r, _ in win.runs)
-    assert names == ["base", "five verdicts", "outcome only"]
+    assert names == sorted(b["run"]["name"] for b in group) and len(set(names)) == 3
+    by_id = {b["run"]["id"]: b for b in group}
     assert win.differing == ["judge.m", "policy.lam"]
     assert win.config_table.rowCount() == 2
     labels = [win.config_table.verticalHeaderItem(i).text() for i in range(2)]
@@ -71,8 +75,9 @@ def test_compare_three_runs_overlays_panels_and_lists_differences(window, drive,
         legend = sorted(label.text for _, label in plot.plotItem.legend.items)
         assert legend == names
         key = plot.key_box.currentText()
-        for curve, (_, data) in zip(plot.curves, win.runs):
-            assert len(curve.line.getData()[0]) == len(data.xy(key)[0]) >= 2
+        for curve, (run, data) in zip(plot.curves, win.runs):   # every recorded point of the run
+            recorded = sum(m["key"] == key for m in by_id[run["id"]]["metrics"])
+            assert len(curve.line.getData()[0]) == len(data.xy(key)[0]) == recorded >= 2
     rows = [win.summary_table.verticalHeaderItem(i).text() for i in range(win.summary_table.rowCount())]
     assert "success (train) final" in rows and "env steps" in rows and "accepted variants" in rows
     win.close()
@@ -120,8 +125,8 @@ def test_notes_and_tags_are_editable_while_live_and_searchable(window, drive, qt
 
 
 @pytest.mark.parametrize("fmt, suffix", [("html", ".html"), ("csv", ".csv")])
-def test_file_export_writes_the_selected_runs_without_blocking(window, drive, qtbot, tmp_path, monkeypatch, fmt,
-                                                               suffix):
+def test_file_export_writes_the_selected_runs_without_blocking(window, drive, qtbot, tmp_path, monkeypatch, group,
+                                                               fmt, suffix):
     out = tmp_path / f"report{suffix}"
     chosen = next(f for f, v in window.EXPORT_FILTERS.items() if v == fmt)
     monkeypatch.setattr("PySide6.QtWidgets.QFileDialog.getSaveFileName", lambda *a, **k: (str(out), chosen))
@@ -140,12 +145,14 @@ def test_file_export_writes_the_selected_runs_without_blocking(window, drive, qt
     ticks = drive(scenario(), timeout=90)
     assert ticks > 0                               # the event loop kept running during the export
     text = out.read_text(encoding="utf-8")
-    for name in ("base", "outcome only", "five verdicts"):
-        if fmt == "html":
-            assert name in text
-    if fmt == "csv":
+    if fmt == "html":
+        for b in group:
+            assert b["run"]["name"] in text
+    if fmt == "csv":     # every recorded metric row of each run of the group (a live one may be listed too)
         assert text.splitlines()[0] == "run_id,iteration,key,value,t"
-        assert len({line.split(",")[0] for line in text.splitlines()[1:]}) >= 3
+        ids = [line.split(",")[0] for line in text.splitlines()[1:]]
+        for b in group:
+            assert ids.count(b["run"]["id"]) == len(b["metrics"]) > 0
 
 
 def test_comparison_has_the_dashboards_view_controls_and_remembers_them(window, drive, qtbot):
@@ -165,18 +172,22 @@ def test_comparison_has_the_dashboards_view_controls_and_remembers_them(window, 
     assert window.views.currentWidget() is cmp and window.views.indexOf(window.dashboard) == 0
     plot = cmp.plots[0]
     key = plot.key_box.currentText()
-    curve, (_, data) = plot.curves[0], cmp.runs[0]
-    raw = data.xy(key)[1]
+    pairs = list(zip(plot.curves, (data for _, data in cmp.runs)))
     cmp.view.smoothing.setValue(0)
-    assert not curve.raw.isVisible()
-    assert list(curve.line.getData()[1]) == list(raw)
+    for curve, data in pairs:                    # unsmoothed: the recorded values themselves
+        assert not curve.raw.isVisible() and list(curve.line.getData()[1]) == list(data.xy(key)[1])
     cmp.view.smoothing.setValue(80)
-    assert curve.raw.isVisible() and list(curve.raw.getData()[1]) == list(raw)
-    smoothed = curve.line.getData()[1]
-    assert len(smoothed) == len(raw) and list(smoothed) != list(raw)
-    assert np.abs(np.diff(smoothed)).max() < np.abs(np.diff(raw)).max()      # smoother: smaller steps
+    steps_raw = steps_smoothed = 0.0
+    for curve, data in pairs:                    # smoothed, with the raw values faint behind
+        raw, smoothed = data.xy(key)[1], curve.line.getData()[1]
+        assert curve.raw.isVisible() and list(curve.raw.getData()[1]) == list(raw)
+        assert len(smoothed) == len(raw) and list(smoothed) != list(raw)
+        steps_raw += np.abs(np.diff(raw)).sum()
+        steps_smoothed += np.abs(np.diff(smoothed)).sum()
+    assert steps_smoothed < steps_raw            # smoother: less up and down in all
     cmp.view.x_axis_box.setCurrentText("env steps")
-    assert list(curve.line.getData()[0]) == list(data.xy(key, "env steps")[0])
+    for curve, data in pairs:
+        assert list(curve.line.getData()[0]) == list(data.xy(key, "env steps")[0])
     assert plot.plotItem.getAxis("bottom").labelText == "env steps"
     window._close_view(window.views.indexOf(cmp))
     assert cmp not in window.comparisons and window.views.count() == 1

@@ -1,4 +1,5 @@
-"""Episode viewer, task-pool table and event timeline on data written by a real tiny engine run."""
+"""Episode viewer, task-pool table and event timeline on data of real tiny engine runs, recorded
+(tests/data/make_recorded_runs.py) and imported into a fresh database."""
 import os
 import subprocess
 import sys
@@ -15,28 +16,21 @@ from rla_gui.panels.episode_view import EpisodeViewPanel
 from rla_gui.panels.event_log import EventLogPanel, summarize
 from rla_gui.panels.pool_table import PoolTablePanel
 
-TINY = ["--iterations", "3", "--preset", "tiny"]
-
 
 @pytest.fixture(scope="module")
-def runs(tmp_path_factory):
-    """One tiny real run per family (started together: they are independent processes)."""
-    root = tmp_path_factory.mktemp("engine")
-    extra = {"gridworld": [], "arithmetic": ["--set", "task.family=arithmetic"]}
-    procs = {fam: subprocess.Popen([sys.executable, "-m", "rla_engine.cli", "run", "--db", str(root / f"{fam}.db"),
-                                    *TINY, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-             for fam, args in extra.items()}
+def runs(recorded, recorded_db):
+    """One recorded engine run per family (tests/data), imported into a fresh database."""
+    bundles = recorded("recorded_group") + recorded("recorded_arithmetic")
+    db = recorded_db(*bundles)
+    store = open_store(db, create=False)
     out = {}
-    for fam, proc in procs.items():
-        _, err = proc.communicate(timeout=120)
-        assert proc.returncode == 0, err
-        store = open_store(root / f"{fam}.db", create=False)
-        run_id = store.list_runs()[0]["id"]
+    for fam in ("gridworld", "arithmetic"):
+        run_id = next(b["run"]["id"] for b in bundles if b["run"]["config"]["task"]["family"] == fam)
         events = store.events(run_id)
-        out[fam] = {"db": root / f"{fam}.db", "events": events,
+        out[fam] = {"db": db, "run_id": run_id, "events": events,
                     "episodes": [e["payload"] for e in events if e["kind"] == "episode"],
                     "tasks": store.tasks(run_id, ["active", "pending"])}
-        store.close()
+    store.close()
     return out
 
 
@@ -353,7 +347,7 @@ from rla_gui.panels.episode_view import EpisodeViewPanel
 from rla_gui.panels.pool_table import PoolTablePanel
 from rla_gui.panels.event_log import EventLogPanel
 store = open_store({str(runs['gridworld']['db'])!r}, create=False)
-run = store.list_runs()[0]["id"]
+run = {runs['gridworld']['run_id']!r}
 events = store.events(run)
 viewer, pool, log = EpisodeViewPanel(), PoolTablePanel(), EventLogPanel()
 viewer.show_episode([e for e in events if e["kind"] == "episode"][-1]["payload"])

@@ -1,9 +1,9 @@
 """Data exports and imports (issue 4): `rla export --format csv|json`, `rla import`, the store's
 bundles and run search, and the safe file writing every export goes through.
 
-A real run is stored once per module by a real `rla run`; exports and imports are real
-subprocesses on real SQLite files, checked against the database with an independent sqlite3
-connection. Failure cases that need a fault injected run in-process.
+A real run, recorded by tests/data/make_recorded_runs.py, is imported once per module into a
+fresh database; exports and imports are real subprocesses on real SQLite files, checked against
+the database with an independent sqlite3 connection. Failure cases that need a fault injected run in-process.
 """
 from __future__ import annotations
 
@@ -24,8 +24,6 @@ from rla_engine.export.bundles import load_bundles
 from rla_gui import report
 from rla_gui.report.environment import environment_info
 
-TINY = ["--preset", "tiny"]
-
 
 def rla(*args, timeout=120) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "rla_engine.cli", *map(str, args)], capture_output=True,
@@ -45,14 +43,11 @@ def dump(db: Path) -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def stored(tmp_path_factory) -> tuple[Path, str]:
-    """(database, run id) of one real 3-iteration run; tests must not change it."""
-    db = tmp_path_factory.mktemp("source") / "source.db"
-    r = rla("run", "--db", db, "--iterations", "3", "--name", "source run", *TINY)
-    assert r.returncode == 0, r.stderr
-    with sqlite3.connect(str(db)) as c:
-        (run_id,), = c.execute("SELECT id FROM runs").fetchall()
-    return db, run_id
+def stored(recorded, recorded_db) -> tuple[Path, str]:
+    """(database, run id) of one real run (the recorded arithmetic run of tests/data, imported
+    into a fresh database that holds only it); tests must not change it."""
+    (bundle,) = recorded("recorded_arithmetic")
+    return recorded_db(bundle), bundle["run"]["id"]
 
 
 @pytest.fixture

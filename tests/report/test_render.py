@@ -1,9 +1,9 @@
 """Report rendering (issue 4): the HTML and PDF reports from real stored runs, the comparison of
 several runs, escaping of every user-provided string, and the speed on 100,000 metric rows.
 
-Three real runs are stored once per module by real `rla run` processes (in parallel, one database
-each); one has a hostile name, notes, tags, an event payload and a task whose parameters and
-critic text are markup. The HTML is checked with html.parser, the PDF with Qt's own PDF reader.
+Three real runs, recorded (tests/data/make_recorded_runs.py), are imported once per module into a
+fresh database; one gets a hostile name, notes, tags, an event payload and a task whose parameters
+and critic text are markup. The HTML is checked with html.parser, the PDF with Qt's own PDF reader.
 """
 from __future__ import annotations
 
@@ -31,9 +31,8 @@ from rla_gui.report.html import COMPARISON_SECTIONS, SECTIONS, render_html
 from rla_gui.report.pdf import build_document, write_pdf
 
 HOSTILE = '<script>alert(1)</script> "><img src=x onerror=alert(1)>'
-TINY = ["--iterations", "4", "--preset", "tiny"]
-# label → (run name, --set overrides): the comparison must find exactly these two keys differing
-RUNS = {"hostile": (HOSTILE, []), "plain": ("plain-run-B", ["policy.lam=0.5"]), "third": ("run-C", ["judge.m=5"])}
+# the recorded group's runs by label: the comparison must find exactly these two keys differing
+LABELS = ("hostile", "plain", "third")
 DIFFERING = {"policy.lam", "judge.m"}
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
@@ -48,33 +47,31 @@ def bundle_of(store, run_id: str) -> dict:
 
 
 @pytest.fixture(scope="module")
-def bundles(tmp_path_factory) -> dict[str, dict]:
-    root = tmp_path_factory.mktemp("render")
-    procs = {}
-    for label, (name, sets) in RUNS.items():
-        db = root / f"{label}.db"
-        cmd = [sys.executable, "-m", "rla_engine.cli", "run", "--db", str(db), *TINY,
-               *(a for s in sets for a in ("--set", s)), "--name", name]
-        procs[label] = db, subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    out = {}
-    for label, (db, proc) in procs.items():
-        log, _ = proc.communicate(timeout=300)
-        assert proc.returncode == 0, log
-        store = open_store(db, create=False)
-        (run_id,) = [r["id"] for r in store.list_runs()]
-        if label == "hostile":   # every other user-controlled field the report shows
-            store.set_notes(run_id, f"first line\n{HOSTILE}")
-            store.set_tags(run_id, ["ok", HOSTILE.replace(",", " ")])
-            store.add_event(run_id, 4, "command_rejected", {"kind": "pause", "result": f"rejected: {HOSTILE}"})
-            store.write_tasks(run_id, [{"uid": 999, "slot": 0, "version": 1, "family": "gridworld",
-                                        "params_json": json.dumps({"params": {"size": HOSTILE}, "seed": 1}),
-                                        "difficulty": 0.1, "status": "pending", "direction": "harder",
-                                        "prev_acc": 0.9, "critic_json": json.dumps({"focus": HOSTILE, "n": 3}),
-                                        "created_iteration": 4}])
-        out[label] = bundle_of(store, run_id)
-        store.close()
+def bundles(recorded, recorded_db) -> dict[str, dict]:
+    """The recorded group (tests/data: "base", "outcome only" with policy.lam=0, "five verdicts"
+    with judge.m=5 and policy.lam=0.5) as stored by a real database; the first, renamed to the
+    hostile string, gets one in every other user-controlled field the report shows too."""
+    group = recorded("recorded_group")
+    group[0]["run"]["name"] = HOSTILE
+    db = recorded_db(*group)
+    store = open_store(db, create=False)
+    run_id, last = group[0]["run"]["id"], group[0]["run"]["iteration"]
+    store.set_notes(run_id, f"first line\n{HOSTILE}")
+    store.set_tags(run_id, ["ok", HOSTILE.replace(",", " ")])
+    store.add_event(run_id, last, "command_rejected", {"kind": "pause", "result": f"rejected: {HOSTILE}"})
+    store.write_tasks(run_id, [{"uid": 999, "slot": 0, "version": 1, "family": "gridworld",
+                                "params_json": json.dumps({"params": {"size": HOSTILE}, "seed": 1}),
+                                "difficulty": 0.1, "status": "pending", "direction": "harder",
+                                "prev_acc": 0.9, "critic_json": json.dumps({"focus": HOSTILE, "n": 3}),
+                                "created_iteration": last}])
+    out = {label: bundle_of(store, b["run"]["id"]) for label, b in zip(LABELS, group)}
+    store.close()
     out["hostile"]["run"]["error"] = f"boom {HOSTILE}"
     return out
+
+
+def name(bundle: dict) -> str:
+    return bundle["run"]["name"]
 
 
 class Page(HTMLParser):
@@ -159,9 +156,11 @@ def test_comparison_report_html(bundles):
     diff = page.tables["config-diff"]
     assert {row[0] for row in diff[1:]} == DIFFERING
     # a column per run, in the order given (after each run's colour swatch)
-    assert [h.lstrip("■\xa0") for h in diff[0][1:]] == [HOSTILE, "plain-run-B", "run-C"]
-    lam = next(r for r in diff if r[0] == "policy.lam")
-    assert lam[1:] == ["1.0", "0.5", "1.0"]
+    assert [h.lstrip("■\xa0") for h in diff[0][1:]] == [name(b) for b in runs]
+    for key in DIFFERING:     # each run's own value, as its configuration holds it
+        section, field = key.split(".")
+        row = next(r for r in diff if r[0] == key)
+        assert row[1:] == [str(b["run"]["config"][section][field]) for b in runs] and len(set(row[1:])) > 1
     assert set(report_html.differing_keys([sections.Facts(b) for b in runs])) == DIFFERING
     assert report_html.differing_keys([sections.Facts(runs[0])] * 2) == []
 
@@ -179,14 +178,15 @@ def test_run_report_pdf(bundles, tmp_path):
     write_pdf([bundles["plain"]], path)
     pages, text = pdf_text(path)
     assert pages >= 2
-    assert "plain-run-B" in text and "Environment adaptation" in text and "Configuration" in text
+    assert name(bundles["plain"]) in text and "Environment adaptation" in text and "Configuration" in text
 
 
 def test_comparison_report_pdf(bundles, tmp_path):
     path = tmp_path / "cmp.pdf"
     write_pdf([bundles[k] for k in ("plain", "third")], path)
     pages, text = pdf_text(path)
-    assert pages >= 2 and "plain-run-B" in text and "run-C" in text and "policy.lam" in text
+    assert pages >= 2 and "policy.lam" in text and "judge.m" in text
+    assert name(bundles["plain"]) in text and name(bundles["third"]) in text
 
 
 def test_pdf_shows_hostile_strings_as_text(bundles):
