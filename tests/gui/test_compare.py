@@ -193,3 +193,26 @@ def test_comparison_has_the_dashboards_view_controls_and_remembers_them(window, 
     assert cmp not in window.comparisons and window.views.count() == 1
     again = drive(open_comparison(), timeout=60)
     assert again.view.x_axis() == "env steps" and again.view.smoothing.value() == 80
+
+
+def test_clone_fills_the_form_and_archive_hides_the_run_until_shown(window, drive, qtbot, group):
+    five = next(b["run"] for b in group if b["run"]["name"] == "five verdicts")
+
+    def listed():
+        return {r["id"] for r in window.history.model.rows}
+
+    async def scenario():
+        await until(lambda: five["id"] in listed(), what="the recorded group listed")
+        window.history.select(five["id"])
+        window.history.buttons["Clone config"].click()
+        await until(lambda: window.run_form.form.config().judge.m == 5, what="the form filled from the run")
+        assert window.run_form.form.config().policy.lam == 0.5 and window.form_dock.isVisible()
+        window.history.buttons["Archive"].click()
+        await until(lambda: five["id"] not in listed(), what="the archived run hidden")
+        window.history.show_archived.setChecked(True)
+        await until(lambda: five["id"] in listed(), what="archived runs shown on request")
+        window.history.select(five["id"])
+        window.history.buttons["Archive"].click()          # restore: the next tests see it
+        window.history.show_archived.setChecked(False)
+        await until(lambda: five["id"] in listed(), what="the restored run listed")
+    drive(scenario(), timeout=60)
