@@ -16,6 +16,7 @@ from PySide6 import QtCore, QtWidgets
 from rla_engine.paths import default_db_path
 from rla_engine.store import StoreError, open_store
 
+from . import gc_guard
 from .main_window import MainWindow
 from .theme import apply_plot_theme
 
@@ -25,6 +26,7 @@ def build_app(argv: list[str]) -> QtWidgets.QApplication:
     app.setOrganizationName("RLAnything")
     app.setApplicationName("RLAnything console")
     apply_plot_theme()
+    gc_guard.install(app)       # cyclic garbage is collected on this thread only (see gc_guard)
     return app
 
 

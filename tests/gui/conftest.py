@@ -16,6 +16,9 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 @pytest.fixture(scope="session")
 def aloop(qapp):
     import qasync
+
+    from rla_gui import gc_guard
+    gc_guard.install(qapp)      # as the app does: no garbage collection on the store's threads
     qapp.setQuitOnLastWindowClosed(False)
     loop = qasync.QEventLoop(qapp)
     asyncio.set_event_loop(loop)
