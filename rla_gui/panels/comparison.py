@@ -14,8 +14,8 @@ from rla_engine.summary import HEADLINE_ROWS, best_value, config_differences, fi
 
 from ..panel_spec import LOSSES, PALETTE, PANELS, Panel, short
 from ..run_data import X_AXES, RunData
-from ..theme import is_dark
 from ..widgets.metric_plot import MetricCurve
+from ..widgets.readout import HoverReadout, add_legend
 from ..widgets.view_controls import ViewControls
 
 MAX_TITLE_NAMES = 2
@@ -49,19 +49,14 @@ class ComparePlot(pg.PlotWidget):
         self.plotItem.setTitle(panel.title)
         self.plotItem.showGrid(x=False, y=False)
         self.setMinimumHeight(130)
-        self.plotItem.addLegend(offset=(5, 5), labelTextSize="8pt", verSpacing=-6,
-                                brush=pg.mkBrush((30, 30, 30, 150) if is_dark() else (255, 255, 255, 150)))
+        add_legend(self.plotItem)
         self.key_box = QtWidgets.QComboBox()
         self.key_box.addItems(panel.keys + (panel.band or ()))
         self.key_box.currentTextChanged.connect(lambda _: self._build())
         self.runs: list[tuple[dict, RunData]] = []
         self.curves: list[MetricCurve] = []
         self.x_axis, self.smoothing = X_AXES[0], 0.0
-        self.readout = pg.TextItem(anchor=(0, 1), color="#444")
-        self.readout.setZValue(100)
-        self.plotItem.addItem(self.readout, ignoreBounds=True)
-        self.readout.hide()
-        self.scene().sigMouseMoved.connect(self._hover)
+        self.readout = HoverReadout(self, self._describe)
 
     def set_runs(self, runs: list[tuple[dict, RunData]]) -> None:
         self.runs = runs
@@ -89,22 +84,13 @@ class ComparePlot(pg.PlotWidget):
         for curve, (_, data) in zip(self.curves, self.runs):
             curve.draw(data, self.x_axis, self.smoothing, None, pixels)
 
-    def _hover(self, pos) -> None:
-        if not self.plotItem.sceneBoundingRect().contains(pos):
-            self.readout.hide()
-            return
-        p = self.plotItem.vb.mapSceneToView(pos)
+    def _describe(self, x: float) -> str | None:
         lines = []
         for curve, (run, data) in zip(self.curves, self.runs):
-            hit = curve.nearest(data, self.x_axis, p.x())
+            hit = curve.nearest(data, self.x_axis, x)
             if hit is not None:
                 lines.append(f"{run['name']}: {hit[1]:.4g} at {hit[0]:.6g}")
-        if not lines:
-            self.readout.hide()
-            return
-        self.readout.setText(f"{short(self.key_box.currentText())}\n" + "\n".join(lines))
-        self.readout.setPos(p.x(), p.y())
-        self.readout.show()
+        return f"{short(self.key_box.currentText())}\n" + "\n".join(lines) if lines else None
 
 
 class ComparisonPanel(QtWidgets.QWidget):

@@ -12,9 +12,9 @@ from PySide6 import QtCore
 
 from ..panel_spec import PALETTE, short
 from ..run_data import X_AXES, RunData, ema, ema_state
-from ..theme import is_dark
 from .lod import PeakPyramid
 from .markers import EventMarkers
+from .readout import HoverReadout, add_legend
 
 
 class MetricCurve:
@@ -104,20 +104,13 @@ class MetricPlot(pg.PlotWidget):
         # no grid: pyqtgraph paints grid lines through the axis picture at ~6 ms per axis per frame,
         # which alone would eat the event loop's 16 ms budget
         self.plotItem.showGrid(x=False, y=False)
-        legend = self.plotItem.addLegend(offset=(5, 5), labelTextSize="8pt", verSpacing=-6,
-                                         brush=pg.mkBrush((30, 30, 30, 150) if is_dark() else (255, 255, 255, 150)),
-                                         pen=pg.mkPen(128, 128, 128, 120))
-        legend.setZValue(50)
+        add_legend(self.plotItem)
         self.plotItem.setLabel("bottom", X_AXES[0])
         self.curves: dict[str, MetricCurve] = {}
         for i, key in enumerate(keys):
             self.add_curve(key, PALETTE[i % len(PALETTE)], dashed=key in dashed)
         self.markers = EventMarkers(self.plotItem, lambda its: self.data.x_of_iteration(its, self.x_axis))
-        self.readout = pg.TextItem(anchor=(0, 1), color="#444")
-        self.readout.setZValue(100)
-        self.plotItem.addItem(self.readout, ignoreBounds=True)
-        self.readout.hide()
-        self.scene().sigMouseMoved.connect(self._hover)
+        self.readout = HoverReadout(self, self._describe)
         self._last_x: tuple | None = None
         self._drawn_state: tuple | None = None
         self.plotItem.vb.sigXRangeChanged.connect(lambda *_: self._view_changed())
@@ -178,21 +171,11 @@ class MetricPlot(pg.PlotWidget):
         self.markers.add(events)
 
     # -- hover read-out ----------------------------------------------------------------------
-    def _hover(self, pos) -> None:
-        vb = self.plotItem.vb
-        if not self.plotItem.sceneBoundingRect().contains(pos):
-            self.readout.hide()
-            return
-        p = vb.mapSceneToView(pos)
+    def _describe(self, x: float) -> str | None:
         lines, x_at = [], None
         for key, curve in self.curves.items():
-            hit = curve.nearest(self.data, self.x_axis, p.x())
+            hit = curve.nearest(self.data, self.x_axis, x)
             if hit is not None:
                 x_at = hit[0]
                 lines.append(f"{short(key)} = {hit[1]:.4g}")
-        if not lines:
-            self.readout.hide()
-            return
-        self.readout.setText(f"{self.x_axis} {x_at:.6g}\n" + "\n".join(lines))
-        self.readout.setPos(p.x(), p.y())
-        self.readout.show()
+        return f"{self.x_axis} {x_at:.6g}\n" + "\n".join(lines) if lines else None
