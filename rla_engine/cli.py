@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 from . import metrics
+from .ablation.arms import ARMS
 from .config import ConfigError, build, preset_description, preset_names
 from .errors import InputError
 from .export import DATA_FORMATS
@@ -47,6 +48,20 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--run-id", help=argparse.SUPPRESS)     # given by the console
     run.add_argument("--group", help="group id shared by related runs (an ablation)")
 
+    abl = sub.add_parser("ablate", help="run the arms of an ablation at an equal environment-step budget under one "
+                                        "group (a rerun resumes it) and print its results table")
+    abl.add_argument("--preset", help="the base configuration every arm shares (see `rla presets`)")
+    abl.add_argument("--config", help="a TOML base configuration (applied over the preset, if both are given)")
+    abl.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override one shared key")
+    abl.add_argument("--seeds", required=True, help="seeds, e.g. 0,1,2 (every arm runs every seed)")
+    abl.add_argument("--budget", required=True, type=int, metavar="ENV_STEPS",
+                     help="environment steps per run; a run stops once it has taken them")
+    abl.add_argument("--arms", help=f"comma-separated arms (default: all of {', '.join(ARMS)})")
+    abl.add_argument("--group", help="the group id (default: ablate-<preset>-<budget>); runs are <group>.<arm>.s<seed>")
+    abl.add_argument("--jobs", type=int, default=1, help="runs at a time (each uses one core)")
+    abl.add_argument("--out", help="where the table is saved (default: <group>.md, with <group>.json and "
+                                   "the runs' logs in <group>.logs/)")
+
     res = sub.add_parser("resume", help="continue a stopped, crashed or failed run from its last checkpoint")
     res.add_argument("run_id")
     res.add_argument("--iterations", type=int, help="run N more iterations (default: up to the run's target)")
@@ -69,7 +84,7 @@ def _parser() -> argparse.ArgumentParser:
     imp = sub.add_parser("import", help="import runs from a JSON export into this database")
     imp.add_argument("file")
     imp.add_argument("--as", dest="as_id", metavar="RUN_ID", help="store the (single) run under this id")
-    for sp in (run, res, runs, show, exp, imp):
+    for sp in (run, abl, res, runs, show, exp, imp):
         sp.add_argument("--db", help="database file (default: $RLA_DB or the user data dir)")
     return p
 
@@ -96,6 +111,34 @@ def cmd_run(a) -> int:
     run_id = _run_id(a.run_id) if a.run_id is not None else new_run_id()
     return start_run(_db_path(a.db), run_id, cfg, name=a.name, preset=a.preset, config_file=a.config,
                      group=a.group)
+
+
+def cmd_ablate(a) -> int:
+    from .ablation import arms as ablation_arms
+    from .ablation import execute, results
+    base = build(preset=a.preset, config_file=a.config, sets=a.set)
+    seeds, arms = ablation_arms.parse_seeds(a.seeds), ablation_arms.parse_arms(a.arms)
+    if a.jobs < 1:
+        raise InputError(f"--jobs {a.jobs}: must be ≥ 1")
+    label = a.preset or (Path(a.config).stem if a.config else base.task.family)
+    group = ablation_arms.check_group(a.group or f"ablate-{label}-{a.budget}")
+    planned = ablation_arms.plan(base, group, arms, seeds, a.budget)
+    store = _open(a.db)
+    out = Path(a.out) if a.out else Path(f"{group}.md")
+    print(f"ablation {group}: {len(arms)} arms × {len(seeds)} seeds, {a.budget:,} environment steps per run, "
+          f"database {store.path}", flush=True)
+    failed = execute.execute(store, planned, group, jobs=a.jobs, log_dir=out.with_suffix(".logs"),
+                             say=lambda line: print(line, flush=True))
+    table = results.collect(store, planned)
+    seeds_text = ",".join(map(str, seeds))
+    text = results.markdown(table, f"{group}: {label}, {a.budget:,} environment steps per run, seeds {seeds_text}")
+    print(text)
+    out.write_text(text, encoding="utf-8")
+    meta = {"group": group, "base": label, "budget": a.budget, "seeds": seeds, "arms": arms,
+            "base_config": base.to_dict()}
+    out.with_suffix(".json").write_text(results.as_json(table, meta), encoding="utf-8")
+    print(f"saved {out} and {out.with_suffix('.json')}")
+    return 1 if failed else 0
 
 
 def cmd_resume(a) -> int:
@@ -203,8 +246,8 @@ def cmd_import(a) -> int:
     return 0
 
 
-COMMANDS = {"run": cmd_run, "resume": cmd_resume, "runs": cmd_runs, "show": cmd_show, "presets": cmd_presets,
-            "export": cmd_export, "import": cmd_import}
+COMMANDS = {"run": cmd_run, "ablate": cmd_ablate, "resume": cmd_resume, "runs": cmd_runs, "show": cmd_show,
+            "presets": cmd_presets, "export": cmd_export, "import": cmd_import}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -84,6 +84,11 @@ class PolicyConfig:
                          min=0.0, max=1.0)
     band_high: float = _f(1.0, "Upper edge of the policy band (exclusive).", min=0.0, max=1.0)
     hidden: int = _f(128, "Hidden width of the embedded policy network.", min=4, max=4096)
+    mu_gate: bool = _f(False, "μ gate (not in the paper): scale λ by clip((μ̂−1)/(μ_target−1), 0, 1), μ̂ an "
+                              "EMA of the judge's μ — Theorem 1: verdicts carry signal only when μ > 1.")
+    mu_target: float = _f(1.5, "μ at which the gate lets the full λ through.", min=1.0, max=2.0, min_exclusive=True)
+    mu_ema: float = _f(0.1, "EMA weight α of this iteration's μ in the gate's μ̂.", min=0.0, max=1.0,
+                       min_exclusive=True)
 
 
 @dataclass
@@ -95,11 +100,25 @@ class JudgeConfig:
     band_low: float = _f(0.2, "Judge trains on tasks with band_low ≤ acc ≤ band_high.", min=0.0, max=1.0)
     band_high: float = _f(0.8, "Upper edge of the judge band (inclusive).", min=0.0, max=1.0)
     hidden: int = _f(128, "Hidden width of the embedded judge network.", min=4, max=4096)
+    weighting: str = _f("paper", "paper: every judge sample counts alike (SPEC §4); balanced (not in the paper): "
+                                 "steps of successful and of failed trajectories weigh half each (Theorem 2).",
+                        choices=("paper", "balanced"))
+
+
+STRATEGIES = ("rlanything", "fixed", "plr", "dapo", "uniform")
 
 
 @dataclass
 class EnvConfig:
-    adapt: bool = _f(True, "Let the environment model rewrite tasks (false = fixed pool).")
+    strategy: str = _f("rlanything", "How tasks are chosen: rlanything (the environment model adapts the pool), "
+                                     "fixed (the initial pool), plr (Prioritized Level Replay over the pool), "
+                                     "dapo (resample until groups are mixed), uniform (fresh tasks, d ~ U[0, 1]).",
+                       choices=STRATEGIES)
+    critic: str = _f("judge", "judge: the critic summarises the steps every verdict judged −1; random: as many "
+                              "steps drawn at random (ablates the judge's guidance of adaptation).",
+                     choices=("judge", "random"))
+    plr_temperature: float = _f(0.1, "PLR rank temperature β (weights (1/rank)^(1/β)).", min=0.01, max=10.0)
+    plr_staleness: float = _f(0.1, "PLR staleness mixing ρ.", min=0.0, max=1.0)
     low: float = _f(0.2, "α_low: acc ≤ low asks for an easier variant.", min=0.0, max=1.0)
     high: float = _f(0.8, "α_high: acc ≥ high asks for a harder variant.", min=0.0, max=1.0)
     tries: int = _f(3, "Variants the environment model may propose per request.", min=1, max=100)
@@ -121,6 +140,8 @@ class RunConfig:
     device: str = _f("auto", "Where networks and environments run.", choices=("auto", "cpu", "cuda"))
     checkpoint_every: int = _f(1, "Write a checkpoint every N iterations.", min=1, max=1_000_000)
     keep_checkpoints: int = _f(3, "Checkpoints kept on disk (oldest removed).", min=1, max=1000)
+    env_step_budget: int = _f(0, "Stop once the run has taken this many environment steps (0 = no budget); "
+                                 "an ablation gives every arm the same.", min=0, max=10**15)
     stale_after_s: float = _f(15.0, "A live run whose heartbeat is older than this is crashed "
                                     "(when its pid cannot be checked).", min=1.0, max=86400.0)
 
@@ -284,7 +305,17 @@ def get_value(cfg: Config, key: str) -> Any:
     return getattr(getattr(cfg, section), name)
 
 
+def _legacy(key: str, value: Any) -> tuple[str, Any]:
+    """Runs stored before env.strategy existed say env.adapt = true|false; they still load and resume."""
+    if key == "env.adapt":
+        if not isinstance(value, bool):
+            raise ConfigError(key, value, "must be true or false (the older form of env.strategy)")
+        return "env.strategy", "rlanything" if value else "fixed"
+    return key, value
+
+
 def set_value(cfg: Config, key: str, value: Any) -> None:
+    key, value = _legacy(key, value)
     f = field_meta(key, value)
     section, _, name = key.partition(".")
     setattr(getattr(cfg, section), name, _check_value(key, value, f))

@@ -6,6 +6,7 @@ SUCCESS = "policy/success_rate"
 REWARD = "policy/reward"
 STEP_REWARD = "policy/step_reward"
 EPISODE_LENGTH = "policy/episode_length"
+EFFECTIVE_LAMBDA = "policy/effective_lambda"   # λ after the μ gate (stored only when the gate is on)
 
 EVAL_SUCCESS = "eval/success_rate"
 EVAL_TIER_PREFIX = "eval/success@"

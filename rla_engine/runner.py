@@ -109,7 +109,7 @@ class Runner:
     def _loop(self) -> int:
         tr = self.trainer
         try:
-            while tr.iteration < self.target:
+            while tr.iteration < self.target and not tr.budget_spent():
                 self._apply_commands()
                 while self.paused and self.stop_reason is None:
                     time.sleep(PAUSE_POLL_S)
@@ -135,7 +135,7 @@ class Runner:
                 self.phase = f"iteration {n} (writing the log)"
                 self.out(self._progress(result))
             self._apply_commands()   # a stop that came with the last iteration is still answered
-            return self._finish(Status.COMPLETED, {"iterations": tr.iteration})
+            return self._finish(Status.COMPLETED, {"iterations": tr.iteration, "env_steps": tr.env_steps})
         except NonFiniteError as e:
             return self._fail(f"{self.phase}: {e}", {"iteration": self.committed + 1,
                               "quantity": e.quantity, "value": str(e.value)})

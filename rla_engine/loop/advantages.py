@@ -41,3 +41,14 @@ def judge_rewards(step_reward: torch.Tensor, verdicts: torch.Tensor) -> torch.Te
     ok = std > STD_EPS
     z = torch.where(ok, (raw - mean) / torch.where(ok, std, torch.ones_like(std)), torch.zeros_like(raw))
     return z.float()
+
+
+def outcome_balanced_weights(success: torch.Tensor) -> torch.Tensor:
+    """Per-sample weights [N] under which samples from successful and from failed trajectories
+    weigh half each (mean weight 1), Theorem 2's balance at the level of judged steps; all ones
+    when one class is missing (`judge.weighting = "balanced"`, not in the paper)."""
+    n = success.numel()
+    n_s = int(success.sum())
+    if n_s == 0 or n_s == n:
+        return torch.ones(n, device=success.device)
+    return torch.where(success, n / (2.0 * n_s), n / (2.0 * (n - n_s))).float()

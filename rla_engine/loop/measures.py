@@ -40,19 +40,33 @@ def judge_measures(verdicts: torch.Tensor, mask: torch.Tensor, outcome: torch.Te
         _put(out, metrics.PROCESS_AGREEMENT, 0.5 * ((plus * good).sum() / good.sum() + (minus * bad).sum() / bad.sum()))
     unanimous = (verdicts == verdicts[..., :1]).all(-1).float()
     _put(out, metrics.UNANIMITY, (unanimous * w).sum() / steps)
-    # μ balance (§6): unreadable verdicts stay in the denominators
-    succ = (outcome > 0).float().unsqueeze(1) * w
-    fail = (outcome < 0).float().unsqueeze(1) * w
-    p_plus = (plus * succ).sum() / succ.sum() if succ.sum() > 0 else float("nan")
-    p_minus = (minus * fail).sum() / fail.sum() if fail.sum() > 0 else float("nan")
+    p_plus, p_minus = balance(verdicts, mask, outcome)
     _put(out, metrics.P_PLUS, p_plus)
     _put(out, metrics.P_MINUS, p_minus)
-    mu = float(p_plus) + float(p_minus)
+    mu = p_plus + p_minus
     _put(out, metrics.MU, mu)
     if math.isfinite(mu):
         _put(out, metrics.PRECISION_BOUND, rewards.precision_bound(mu, m))
     _put(out, metrics.PRECISION, empirical_precision(v.mean(-1), mask, outcome, groups, rollouts))
     return out
+
+
+def balance(verdicts: torch.Tensor, mask: torch.Tensor, outcome: torch.Tensor) -> tuple[float, float]:
+    """(p₊, p₋) of §6 over the real steps, per verdict; unreadable verdicts stay in the
+    denominators; nan for a class with no step."""
+    w = mask.float()
+    succ = (outcome > 0).float().unsqueeze(1) * w
+    fail = (outcome < 0).float().unsqueeze(1) * w
+    plus = (verdicts == 1).float().mean(-1)
+    minus = (verdicts == -1).float().mean(-1)
+    p_plus = float((plus * succ).sum() / succ.sum()) if succ.sum() > 0 else float("nan")
+    p_minus = float((minus * fail).sum() / fail.sum()) if fail.sum() > 0 else float("nan")
+    return p_plus, p_minus
+
+
+def balance_mu(verdicts: torch.Tensor, mask: torch.Tensor, outcome: torch.Tensor) -> float:
+    p_plus, p_minus = balance(verdicts, mask, outcome)
+    return p_plus + p_minus
 
 
 def empirical_precision(step_means: torch.Tensor, mask: torch.Tensor, outcome: torch.Tensor,

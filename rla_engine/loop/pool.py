@@ -30,6 +30,7 @@ class TaskRecord:
     new_acc: float | None = None    # the candidate's measured accuracy
     critic: dict | None = None
     decided_iteration: int | None = None
+    last_drawn: int | None = None   # the iteration that last sampled the slot (PLR's staleness)
 
     def row(self) -> dict:
         return {"uid": self.uid, "slot": self.slot, "version": self.version, "family": self.task.family,
@@ -90,6 +91,21 @@ class TaskPool:
         k = min(k, len(free))
         return sorted(int(s) for s in rng.choice(free, size=k, replace=False)) if k else []
 
+    def note_drawn(self, slots: list[int], iteration: int) -> None:
+        for s in slots:
+            self.active[s].last_drawn = iteration
+
+    def refresh(self, slots: list[int], difficulties: list[float], iteration: int, rng: np.random.Generator) -> None:
+        """Give each slot a fresh task at its difficulty (a new version; history kept)."""
+        for slot, d in zip(slots, difficulties):
+            self._replace_active(slot, self.family.sample(d, rng), iteration)
+
+    def _replace_active(self, slot: int, task: Task, iteration: int) -> None:
+        old = self.active[slot]
+        old.status, old.decided_iteration = TaskStatus.RETIRED.value, iteration
+        self._dirty[old.uid] = old
+        self.active[slot] = self._new_record(slot, old.version + 1, task, TaskStatus.ACTIVE.value, iteration)
+
     def candidate_slots(self) -> list[int]:
         return sorted(self.pending)
 
@@ -141,11 +157,8 @@ class TaskPool:
             cand.status, cand.decided_iteration = "dropped", iteration
             self._dirty[cand.uid] = cand
         self.pending.clear()
-        for slot, old in enumerate(self.active):
-            old.status, old.decided_iteration = TaskStatus.RETIRED.value, iteration
-            self._dirty[old.uid] = old
-            self.active[slot] = self._new_record(slot, old.version + 1, self.family.sample(d, rng),
-                                                 TaskStatus.ACTIVE.value, iteration)
+        for slot in range(len(self.active)):
+            self._replace_active(slot, self.family.sample(d, rng), iteration)
 
     # -- views ---------------------------------------------------------------------------------
     def difficulties(self) -> np.ndarray:

@@ -37,6 +37,22 @@ class Rollout:
     def group_acc(self) -> torch.Tensor:
         return self.success.view(self.groups, self.rollouts).float().mean(1)
 
+    def then(self, more: Rollout) -> Rollout:
+        """This batch followed by `more` (same rollouts per group), padded to the longer one."""
+        t = max(self.actions.shape[1], more.actions.shape[1])
+
+        def pad(x: torch.Tensor, steps: int) -> torch.Tensor:
+            extra = steps - x.shape[1]
+            if extra == 0:
+                return x
+            return torch.cat([x, x.new_zeros((x.shape[0], extra, *x.shape[2:]))], 1)
+
+        both = lambda a, b, steps=t: torch.cat([pad(a, steps), pad(b, steps)])   # noqa: E731
+        return Rollout(self.groups + more.groups, self.rollouts, both(self.obs, more.obs, t + 1),
+                       both(self.actions, more.actions), both(self.mask, more.mask),
+                       both(self.oracle, more.oracle), both(self.info, more.info),
+                       torch.cat([self.success, more.success]))
+
 
 def sample_actions(logits: torch.Tensor, temperature: float, generator: torch.Generator | None) -> torch.Tensor:
     """Gumbel-max sampling from softmax(logits / T) with the run's own generator (reproducible)."""

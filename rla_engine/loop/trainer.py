@@ -15,9 +15,12 @@ from ..config import Config
 from ..models.networks import JudgeNet, PolicyNet, judge_input
 from ..tasks import load_family
 from ..vocabulary import EventKind
-from .advantages import judge_rewards, normalize_per_step, step_rewards
+from ..tasks.base import Task
+from . import curriculum
+from .advantages import judge_rewards, normalize_per_step, outcome_balanced_weights, step_rewards
 from .evaluation import evaluate, held_out_suite
-from .measures import judge_measures, policy_measures
+from .gate import MuGate
+from .measures import balance_mu, judge_measures, policy_measures
 from .pool import TaskPool
 from .ppo import PPOSettings, ppo_update
 from .rollout import Rollout, collect
@@ -67,6 +70,7 @@ class Trainer:
         self.env_steps = 0
         p = cfg.policy
         self.ppo = PPOSettings(p.ppo_epochs, p.minibatch_size, p.clip_eps, p.kl_beta)
+        self.gate = MuGate(p.mu_target, p.mu_ema) if p.mu_gate else None
 
     # -- one iteration ---------------------------------------------------------------------
     def step(self, final: bool = False) -> IterationResult:
@@ -74,12 +78,8 @@ class Trainer:
         t0 = clock()
         it = self.iteration + 1
         n_rollouts = cfg.rollout.rollouts_per_task
-        sampled = pool.sample_slots(cfg.rollout.tasks_per_iter, self.rng)
-        cands = pool.candidate_slots()
-        tasks = [pool.active[s].task for s in sampled] + [pool.pending[s].task for s in cands]
-        self.policy.eval()
-        roll = collect(self.policy, self.family, tasks, n_rollouts, temperature=cfg.rollout.temperature,
-                       generator=self.gen, device=self.device)
+        sampled, cands, tasks, roll = self._roll_out(it)
+        final = final or self._spends_budget(roll.env_steps)
         t1 = clock()
         x = judge_input(roll.obs[:, :-1], roll.obs[:, 1:], roll.actions, self.family.n_actions)
         verdicts = self._judge(x, roll.mask)
@@ -97,14 +97,19 @@ class Trainer:
         for i, slot in enumerate(sampled):
             pool.record_acc(slot, acc[i])
         keep = torch.tensor([True] * n_s + [d.accepted for d in decisions], device=self.device)
+        trained = keep
+        if cfg.env.strategy == "dapo":
+            trained = keep & torch.tensor(curriculum.first_mixed(acc[:n_s], cfg.rollout.tasks_per_iter),
+                                          device=self.device)
         acc_t = torch.tensor(acc, device=self.device)
 
-        R = step_rewards(roll.outcome, verdicts, roll.mask, cfg.policy.lam)
+        per_ep = lambda g: g.repeat_interleave(n_rollouts)   # noqa: E731 — group flag -> episode flag
+        lam = self._lambda(verdicts, roll, per_ep(keep))
+        R = step_rewards(roll.outcome, verdicts, roll.mask, lam)
         adv = normalize_per_step(R, roll.mask, n_rollouts)
         jr = judge_rewards(R, verdicts) * roll.mask.unsqueeze(-1)
-        per_ep = lambda g: g.repeat_interleave(n_rollouts)   # noqa: E731 — group flag -> episode flag
-        pol_groups = keep & (acc_t > cfg.policy.band_low) & (acc_t < cfg.policy.band_high)
-        jud_groups = keep & (acc_t >= cfg.judge.band_low) & (acc_t <= cfg.judge.band_high)
+        pol_groups = trained & (acc_t > cfg.policy.band_low) & (acc_t < cfg.policy.band_high)
+        jud_groups = trained & (acc_t >= cfg.judge.band_low) & (acc_t <= cfg.judge.band_high)
         t3 = clock()
 
         self.policy.train()
@@ -119,12 +124,14 @@ class Trainer:
             jsel = (roll.mask & per_ep(jud_groups).unsqueeze(1)).unsqueeze(-1) & (jr != 0)
             b, t, j = jsel.nonzero(as_tuple=True)
             jx, jv, jadv = x[b, t], verdicts[b, t, j], jr[b, t, j]
+            if cfg.judge.weighting == "balanced":
+                jadv = jadv * outcome_balanced_weights(roll.success[b])
             jtemp = cfg.judge.temperature
             jud_stats = ppo_update(self.judge, self.judge_opt, lambda i: self.judge.log_prob(jx[i], jv[i], jtemp),
                                    jadv, self.ppo, self.gen, "judge")
         t4 = clock()
 
-        if cfg.env.adapt:
+        if cfg.env.strategy == "rlanything":
             self._adapt(sampled, acc, roll, verdicts, it)
         t5 = clock()
         values: dict[str, float] = {}
@@ -135,7 +142,7 @@ class Trainer:
 
         self.iteration = it
         self.env_steps += roll.env_steps
-        values.update(self._measure(roll, verdicts, R, acc, keep, n_s, decisions, pol_stats, jud_stats))
+        values.update(self._measure(roll, verdicts, R, acc, keep, n_s, decisions, pol_stats, jud_stats, lam))
         events.append((EventKind.EPISODE, self._episode(tasks[0], sampled[0] if sampled else cands[0], roll, verdicts)))
         wall = clock() - t0
         values[metrics.ITERATION_S] = wall
@@ -143,6 +150,59 @@ class Trainer:
         timings = {"rollout": t1 - t0, "judge": t2 - t1, "rewards": t3 - t2, "updates": t4 - t3,
                    "adaptation": t5 - t4, "eval": t6 - t5, "measures": clock() - t6}
         return IterationResult(it, values, events, pool.take_dirty_rows(), self.env_steps, wall, timings)
+
+    # -- the env.strategy's tasks, rolled out ------------------------------------------------
+    def _roll_out(self, it: int) -> tuple[list[int], list[int], list[Task], Rollout]:
+        """The sampled slots, the pending candidates, their tasks in rollout order, and the rollouts.
+        DAPO draws further slots until enough groups are mixed or the pool is used up; it never
+        adapts, so no candidate follows the sampled groups."""
+        pool, k = self.pool, self.cfg.rollout.tasks_per_iter
+        sampled = self._draw(k, it)
+        cands = pool.candidate_slots()
+        tasks = [pool.active[s].task for s in sampled] + [pool.pending[s].task for s in cands]
+        roll = self._collect(tasks)
+        if self.cfg.env.strategy == "dapo" and not cands:
+            left = [s for s in pool.free_slots() if s not in sampled]
+            while left and not curriculum.enough_mixed(roll.group_acc().cpu().tolist(), k):
+                more = sorted(int(s) for s in self.rng.choice(left, size=min(k, len(left)), replace=False))
+                left = [s for s in left if s not in more]
+                more_tasks = [pool.active[s].task for s in more]
+                roll = roll.then(self._collect(more_tasks))
+                sampled, tasks = sampled + more, tasks + more_tasks
+        pool.note_drawn(sampled, it)
+        return sampled, cands, tasks, roll
+
+    def _draw(self, k: int, it: int) -> list[int]:
+        env, pool = self.cfg.env, self.pool
+        if env.strategy == "plr":
+            free = pool.free_slots()
+            recs = [pool.active[s] for s in free]
+            return curriculum.plr_sample(free, [curriculum.learnability(r.last_acc) for r in recs],
+                                         [r.last_drawn for r in recs], k, it, env.plr_temperature,
+                                         env.plr_staleness, self.rng)
+        slots = pool.sample_slots(k, self.rng)
+        if env.strategy == "uniform" and pool.override is None:   # a manual override holds the pool still
+            pool.refresh(slots, curriculum.uniform_difficulties(len(slots), self.rng), it, self.rng)
+        return slots
+
+    def _collect(self, tasks: list[Task]) -> Rollout:
+        self.policy.eval()
+        return collect(self.policy, self.family, tasks, self.cfg.rollout.rollouts_per_task,
+                       temperature=self.cfg.rollout.temperature, generator=self.gen, device=self.device)
+
+    def _spends_budget(self, steps: int) -> bool:
+        budget = self.cfg.run.env_step_budget
+        return budget > 0 and self.env_steps + steps >= budget
+
+    def budget_spent(self) -> bool:
+        return self._spends_budget(0)
+
+    def _lambda(self, verdicts: torch.Tensor, roll: Rollout, ep_keep: torch.Tensor) -> float:
+        """λ in force this iteration: the configured one, scaled by the μ gate when it is on."""
+        if self.gate is None:
+            return self.cfg.policy.lam
+        self.gate.update(balance_mu(verdicts[ep_keep], roll.mask[ep_keep], roll.outcome[ep_keep]))
+        return self.cfg.policy.lam * self.gate.scale()
 
     @torch.inference_mode()
     def _judge(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
@@ -165,6 +225,8 @@ class Trainer:
                 continue
             eps = slice(g * n, (g + 1) * n)
             b, t = high_risk[eps].nonzero(as_tuple=True)
+            if self.cfg.env.critic == "random":     # as many steps, chosen without the judge
+                b, t = self._random_steps(roll.mask[eps], len(b))
             info = roll.info[eps][b, t][:MAX_CRITIC_STEPS].cpu().tolist()
             steps = list(zip(t[:MAX_CRITIC_STEPS].cpu().tolist(), info))
             task = self.pool.active[slot].task
@@ -173,7 +235,14 @@ class Trainer:
             requested += self.pool.request(slot, acc[g], critic, it, self.rng) is not None
         return requested
 
-    def _measure(self, roll, verdicts, R, acc, keep, n_s, decisions, pol_stats, jud_stats) -> dict[str, float]:
+    def _random_steps(self, mask: torch.Tensor, n: int) -> tuple[torch.Tensor, torch.Tensor]:
+        real = mask.nonzero()
+        pick = torch.as_tensor(np.sort(self.rng.choice(len(real), size=min(n, len(real)), replace=False)),
+                               dtype=torch.long, device=mask.device)
+        return real[pick, 0], real[pick, 1]
+
+    def _measure(self, roll, verdicts, R, acc, keep, n_s, decisions, pol_stats, jud_stats,
+                 lam) -> dict[str, float]:
         cfg = self.cfg
         n = cfg.rollout.rollouts_per_task
         ep_keep = keep.repeat_interleave(n)
@@ -183,10 +252,13 @@ class Trainer:
         if n_s:
             out[metrics.SUCCESS] = float(sampled_success.float().mean())
         mask = roll.mask[ep_keep]
-        out.update(policy_measures(R[ep_keep], verdicts[ep_keep], mask, cfg.policy.lam, roll.lengths[ep_keep]))
+        out.update(policy_measures(R[ep_keep], verdicts[ep_keep], mask, lam, roll.lengths[ep_keep]))
         out.update(judge_measures(verdicts[ep_keep], mask, roll.outcome[ep_keep], roll.oracle[ep_keep],
                                   kept_groups, n))
-        out[metrics.POSITIVE_FRACTION] = float(roll.success[ep_keep].float().mean())
+        if ep_keep.any():       # every rollout can be a rejected candidate's: then there is no share
+            out[metrics.POSITIVE_FRACTION] = float(roll.success[ep_keep].float().mean())
+        if self.gate is not None:
+            out[metrics.EFFECTIVE_LAMBDA] = lam
         diffs = self.pool.difficulties()
         out[metrics.DIFFICULTY_MEAN], out[metrics.DIFFICULTY_MIN], out[metrics.DIFFICULTY_MAX] = \
             float(diffs.mean()), float(diffs.min()), float(diffs.max())
@@ -224,7 +296,7 @@ class Trainer:
                 "policy": self.policy.state_dict(), "judge": self.judge.state_dict(),
                 "policy_opt": self.policy_opt.state_dict(), "judge_opt": self.judge_opt.state_dict(),
                 "torch_rng": self.gen.get_state(), "np_rng": json.dumps(self.rng.bit_generator.state),
-                "pool": self.pool.state_dict()}
+                "pool": self.pool.state_dict(), "mu_hat": self.gate.mu_hat if self.gate else None}
 
     def load_state_dict(self, s: dict) -> None:
         self.iteration, self.env_steps = int(s["iteration"]), int(s["env_steps"])
@@ -235,3 +307,5 @@ class Trainer:
         self.gen.set_state(s["torch_rng"].cpu())   # map_location may have moved it
         self.rng.bit_generator.state = json.loads(s["np_rng"])
         self.pool.load_state_dict(s["pool"])
+        if self.gate is not None and s.get("mu_hat") is not None:
+            self.gate.mu_hat = float(s["mu_hat"])

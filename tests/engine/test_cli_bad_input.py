@@ -93,6 +93,21 @@ CASES = [
     ("import-missing-file", ["import", "{missing}", "--db", "{db}"], "missing"),
     ("import-folder", ["import", "{folder}", "--db", "{db}"], "folder"),
     ("import-not-json", ["import", "{invalid}", "--db", "{db}"], "invalid"),
+    # --- `rla ablate`
+    ("ablate-unknown-arm", ["ablate", "--preset", "tiny", "--seeds", "0", "--budget", "100", "--arms", "full,best",
+                            "--db", "{db}"], "best"),
+    ("ablate-seeds-not-numbers", ["ablate", "--preset", "tiny", "--seeds", "0,x", "--budget", "100", "--db", "{db}"],
+     "--seeds"),
+    ("ablate-seed-twice", ["ablate", "--preset", "tiny", "--seeds", "1,1", "--budget", "100", "--db", "{db}"],
+     "--seeds"),
+    ("ablate-budget-0", ["ablate", "--preset", "tiny", "--seeds", "0", "--budget", "0", "--db", "{db}"], "--budget"),
+    ("ablate-without-budget", ["ablate", "--preset", "tiny", "--seeds", "0", "--db", "{db}"], "--budget"),
+    ("ablate-step-arm-without-lambda", ["ablate", "--preset", "tiny", "--set", "policy.lam=0", "--seeds", "0",
+                                        "--budget", "100", "--arms", "outcome,step", "--db", "{db}"], "policy.lam"),
+    ("ablate-unsafe-group", ["ablate", "--preset", "tiny", "--seeds", "0", "--budget", "100", "--group", "../x",
+                             "--db", "{db}"], "--group"),
+    ("ablate-bad-shared-key", ["ablate", "--preset", "tiny", "--set", "judge.m=0", "--seeds", "0", "--budget", "100",
+                               "--db", "{db}"], "judge.m"),
 ]
 
 # Cases the `rla` command itself (cli.py, store) still gets wrong: (id -> reason). strict, so a

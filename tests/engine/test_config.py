@@ -32,7 +32,9 @@ def test_defaults_validate_and_match_the_design():
     assert (cfg.rollout.tasks_per_iter, cfg.rollout.rollouts_per_task) == (16, 8)
     assert (cfg.policy.lam, cfg.policy.clip_eps, cfg.policy.kl_beta) == (1.0, 0.2, 0.01)
     assert (cfg.judge.m, cfg.judge.train, cfg.judge.band_low, cfg.judge.band_high) == (3, True, 0.2, 0.8)
-    assert (cfg.env.adapt, cfg.env.low, cfg.env.high, cfg.env.tries) == (True, 0.2, 0.8, 3)
+    assert (cfg.env.strategy, cfg.env.low, cfg.env.high, cfg.env.tries) == ("rlanything", 0.2, 0.8, 3)
+    assert (cfg.policy.mu_gate, cfg.env.critic, cfg.judge.weighting) == (False, "judge", "paper")
+    assert cfg.run.env_step_budget == 0
     assert (cfg.eval.every, cfg.eval.tasks_per_tier, cfg.eval.tiers) == (10, 32, [0.1, 0.3, 0.5, 0.7, 0.9])
     assert cfg.run.stale_after_s == 15.0 and cfg.run.keep_checkpoints == 3
     assert cfg.task.family in family_names()
@@ -144,7 +146,7 @@ def test_config_error_is_a_value_error():
     ("run.seed=7", ("run.seed", 7)),
     ("policy.lam=-1e-3", ("policy.lam", -0.001)),
     ("judge.train=false", ("judge.train", False)),
-    ("env.adapt=true", ("env.adapt", True)),
+    ("env.strategy=plr", ("env.strategy", "plr")),
     ("eval.tiers=[0.1, 0.5]", ("eval.tiers", [0.1, 0.5])),
     ('run.device="cpu"', ("run.device", "cpu")),
     ("run.device='cuda'", ("run.device", "cuda")),
@@ -360,3 +362,10 @@ def test_default_policy_band_is_every_mixed_group_at_any_rollout_count():
         accs = [k / n for k in range(n + 1)]
         inside = [a for a in accs if cfg.policy.band_low < a < cfg.policy.band_high]
         assert inside == accs[1:-1]
+
+
+@pytest.mark.parametrize("adapt, strategy", [(True, "rlanything"), (False, "fixed")])
+def test_a_config_stored_before_env_strategy_still_loads(adapt, strategy):
+    assert from_dict({"env": {"adapt": adapt}}).env.strategy == strategy
+    with pytest.raises(ConfigError, match=r"env\.adapt"):
+        from_dict({"env": {"adapt": "yes"}})

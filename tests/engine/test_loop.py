@@ -73,7 +73,7 @@ def test_frozen_judge_and_outcome_only_policy():
 
 
 def test_fixed_pool_never_changes():
-    tr = Trainer(tiny("env.adapt=false"), torch.device("cpu"))
+    tr = Trainer(tiny("env.strategy=fixed"), torch.device("cpu"))
     uids = [r.uid for r in tr.pool.active]
     for _ in range(5):
         r = tr.step()

@@ -1,0 +1,97 @@
+"""The arms of an ablation (issue 9) and the plan of its runs.
+
+Each arm names only the components it changes — λ, judge training, how tasks are chosen, the μ
+gate, the critic — and sets them explicitly, so an arm means the same whatever the base
+configuration says about them. Every other value, and the environment-step budget, is shared.
+"""
+from __future__ import annotations
+
+import copy
+import re
+from dataclasses import dataclass
+
+from ..config import Config, set_value, validate
+from ..errors import InputError
+
+# run.iterations for an arm: the budget, not an iteration count, ends its run
+NO_ITERATION_LIMIT = 10_000_000
+
+_FROZEN_OUTCOME_ONLY = (("policy.lam", 0.0), ("judge.train", False))
+ARMS: dict[str, tuple[tuple[str, object], ...]] = {
+    "outcome": (*_FROZEN_OUTCOME_ONLY, ("env.strategy", "fixed")),
+    "step": (("judge.train", False), ("env.strategy", "fixed")),
+    "step+judge": (("judge.train", True), ("env.strategy", "fixed")),
+    "full": (("judge.train", True), ("env.strategy", "rlanything")),
+    "outcome+env": (*_FROZEN_OUTCOME_ONLY, ("env.strategy", "rlanything")),
+    "full+gate": (("judge.train", True), ("env.strategy", "rlanything"), ("policy.mu_gate", True)),
+    "full+random-critic": (("judge.train", True), ("env.strategy", "rlanything"), ("env.critic", "random")),
+    "plr": (*_FROZEN_OUTCOME_ONLY, ("env.strategy", "plr")),
+    "dapo": (*_FROZEN_OUTCOME_ONLY, ("env.strategy", "dapo")),
+    "uniform": (*_FROZEN_OUTCOME_ONLY, ("env.strategy", "uniform")),
+}
+# arms that use the judge's verdicts in the policy reward need a λ > 0 in the base config
+STEP_ARMS = ("step", "step+judge", "full", "full+gate", "full+random-critic")
+GROUP_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,59}\Z")
+
+
+@dataclass(frozen=True)
+class PlannedRun:
+    run_id: str
+    arm: str
+    seed: int
+    config: Config
+
+    @property
+    def name(self) -> str:
+        return f"{self.arm} · seed {self.seed}"
+
+
+def parse_arms(text: str | None) -> list[str]:
+    if text is None:
+        return list(ARMS)
+    arms = [a.strip() for a in text.split(",") if a.strip()]
+    unknown = [a for a in arms if a not in ARMS]
+    if unknown or not arms:
+        raise InputError(f"--arms {text!r}: unknown arm {', '.join(unknown) or '(none given)'}; "
+                         f"arms are {', '.join(ARMS)}")
+    if len(set(arms)) != len(arms):
+        raise InputError(f"--arms {text!r}: an arm is named twice")
+    return arms
+
+
+def parse_seeds(text: str) -> list[int]:
+    try:
+        seeds = [int(s) for s in text.split(",") if s.strip()]
+    except ValueError:
+        raise InputError(f"--seeds {text!r}: must be integers separated by commas, e.g. 0,1,2") from None
+    if not seeds or len(set(seeds)) != len(seeds) or any(not 0 <= s <= 2**31 - 1 for s in seeds):
+        raise InputError(f"--seeds {text!r}: must be distinct integers ≥ 0 and ≤ {2**31 - 1}, e.g. 0,1,2")
+    return seeds
+
+
+def check_group(group: str) -> str:
+    if not GROUP_RE.match(group):
+        raise InputError(f"--group {group!r}: letters, digits, '_' or '-', at most 60, starting with a "
+                         "letter or digit")
+    return group
+
+
+def arm_config(base: Config, arm: str, seed: int, budget: int) -> Config:
+    cfg = copy.deepcopy(base)
+    for key, value in ARMS[arm]:
+        set_value(cfg, key, value)
+    set_value(cfg, "run.seed", seed)
+    set_value(cfg, "run.env_step_budget", budget)
+    set_value(cfg, "run.iterations", NO_ITERATION_LIMIT)
+    return validate(cfg)
+
+
+def plan(base: Config, group: str, arms: list[str], seeds: list[int], budget: int) -> list[PlannedRun]:
+    """Every (arm, seed) run of the group, seed-major so that a partial group compares arms."""
+    if budget < 1:
+        raise InputError(f"--budget {budget}: must be ≥ 1 environment step")
+    if base.policy.lam == 0 and any(a in STEP_ARMS for a in arms):
+        raise InputError("policy.lam = 0 in the base config: the arms "
+                         f"{', '.join(a for a in arms if a in STEP_ARMS)} need λ > 0 (outcome-only is its own arm)")
+    return [PlannedRun(f"{group}.{arm.replace('+', '_')}.s{seed}", arm, seed, arm_config(base, arm, seed, budget))
+            for seed in seeds for arm in arms]

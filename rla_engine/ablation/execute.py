@@ -1,0 +1,102 @@
+"""Running an ablation's plan: each run is a real `rla run` (or `rla resume`) subprocess, so a
+crash in one arm cannot take the others with it and every run is resumable on its own.
+
+A rerun of the same command skips the group's completed runs, resumes the stopped, crashed or
+failed ones from their checkpoints, starts the missing ones, and leaves live ones to the
+process that runs them.
+"""
+from __future__ import annotations
+
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from ..config import from_dict
+from ..errors import InputError
+from ..store import Store
+from ..summary import config_differences
+from ..vocabulary import LIVE, Status
+from .arms import PlannedRun
+
+POLL_S = 0.5
+
+
+def _todo(store: Store, run: PlannedRun, group: str) -> str:
+    """start | resume | skip: <why>, after checking that an existing run is this plan's run."""
+    row = store.get_run(run.run_id)
+    if row is None:
+        return "start"
+    if row.get("group_id") != group:
+        raise InputError(f"run {run.run_id} exists outside group {group}; choose another --group")
+    stored = from_dict(store.run_config(run.run_id)).to_dict()
+    differ = config_differences([stored, run.config.to_dict()])
+    if differ:
+        raise InputError(f"run {run.run_id} of group {group} was started with other settings "
+                         f"({', '.join(differ[:4])}); rerun with the same settings or choose another --group")
+    if row["status"] == Status.COMPLETED:
+        return "skip: completed"
+    if row["status"] in LIVE:
+        return f"skip: {row['status']} in process {row['pid']}"
+    return "resume"
+
+
+def _command(run: PlannedRun, action: str, db: Path, group: str, config_dir: Path) -> list[str]:
+    rla = [sys.executable, "-m", "rla_engine.cli"]
+    if action == "resume":
+        return [*rla, "resume", run.run_id, "--db", str(db)]
+    path = config_dir / f"{run.run_id}.toml"
+    path.write_text(run.config.to_toml(), encoding="utf-8")
+    return [*rla, "run", "--config", str(path), "--run-id", run.run_id, "--group", group,
+            "--name", run.name, "--db", str(db)]
+
+
+def execute(store: Store, runs: list[PlannedRun], group: str, *, jobs: int, log_dir: Path,
+            say: Callable[[str], None]) -> list[str]:
+    """Bring every planned run to completion, `jobs` at a time; return the ids that failed."""
+    todo = [(r, _todo(store, r, group)) for r in runs]
+    for r, action in todo:
+        if action.startswith("skip"):
+            say(f"{r.run_id}: {action[6:]}")
+    queue = [(r, a) for r, a in todo if not a.startswith("skip")]
+    log_dir.mkdir(parents=True, exist_ok=True)
+    failed: list[str] = []
+    live: dict[str, tuple[subprocess.Popen, float]] = {}
+    with tempfile.TemporaryDirectory(prefix="rla-ablate-") as tmp:
+        try:
+            _loop(queue, live, failed, store.path, group, jobs, log_dir, Path(tmp), say)
+        except KeyboardInterrupt:
+            # Ctrl-C reached the runs too (one process group): each stops at its iteration
+            # boundary with a checkpoint, so the same command resumes them
+            say("interrupted: waiting for the runs to stop and checkpoint")
+            for proc, _t0 in live.values():
+                proc.wait(timeout=120)
+            raise
+    return failed
+
+
+def _loop(queue: list, live: dict, failed: list[str], db: Path, group: str, jobs: int, log_dir: Path,
+          tmp: Path, say: Callable[[str], None]) -> None:
+    while queue or live:
+        while queue and len(live) < jobs:
+            r, action = queue.pop(0)
+            log = open(log_dir / f"{r.run_id}.log", "a", encoding="utf-8")
+            proc = subprocess.Popen(_command(r, action, db, group, tmp), stdout=log,
+                                    stderr=subprocess.STDOUT)
+            log.close()
+            live[r.run_id] = (proc, time.monotonic())
+            say(f"{r.run_id}: {'started' if action == 'start' else 'resumed'} ({r.name})")
+        time.sleep(POLL_S)
+        for run_id, (proc, t0) in list(live.items()):
+            code = proc.poll()
+            if code is None:
+                continue
+            del live[run_id]
+            took = time.monotonic() - t0
+            if code == 0:
+                say(f"{run_id}: done in {took:.0f} s")
+            else:
+                failed.append(run_id)
+                say(f"{run_id}: exit {code} after {took:.0f} s — see {log_dir / (run_id + '.log')}")

@@ -1,0 +1,100 @@
+"""The results table of an ablation: per arm, mean ± standard deviation over its seeds.
+
+Held-out success is the mean of a run's last three evaluations (one evaluation is noisy); the
+judge's figures are the mean of their last ten stored values (undefined iterations are not
+stored, SPEC §7); difficulty and environment steps are the final values; wall time is the sum of
+the iterations' own times, so a run spent in parts is not charged for the gaps. The standard
+deviation is the sample one (n − 1): three seeds estimate a spread, they are not the population.
+"""
+from __future__ import annotations
+
+import json
+import math
+import statistics
+from dataclasses import dataclass, field
+
+from .. import metrics
+from ..store import Store
+from .arms import PlannedRun
+
+LAST_EVALS = 3
+LAST_VALUES = 10
+COLUMNS: tuple[tuple[str, str], ...] = (
+    ("held-out success", metrics.EVAL_SUCCESS),
+    ("@0.9", metrics.eval_tier_key(0.9)),
+    ("process agreement", metrics.PROCESS_AGREEMENT),
+    ("outcome agreement", metrics.OUTCOME_AGREEMENT),
+    ("μ", metrics.MU),
+    ("difficulty", metrics.DIFFICULTY_MEAN),
+    ("env steps", metrics.ENV_STEPS),
+    ("wall s", "wall_s"),
+)
+_LAST_N = {metrics.EVAL_SUCCESS: LAST_EVALS, metrics.eval_tier_key(0.9): LAST_EVALS,
+           metrics.PROCESS_AGREEMENT: LAST_VALUES, metrics.OUTCOME_AGREEMENT: LAST_VALUES, metrics.MU: LAST_VALUES,
+           metrics.DIFFICULTY_MEAN: 1, metrics.ENV_STEPS: 1}
+
+
+@dataclass
+class ArmResult:
+    arm: str
+    runs: dict[int, dict[str, float | None]] = field(default_factory=dict)   # seed -> column -> value
+    unfinished: list[str] = field(default_factory=list)
+
+    def values(self, key: str) -> list[float]:
+        return [v for r in self.runs.values() if (v := r.get(key)) is not None]
+
+    def mean_std(self, key: str) -> tuple[float | None, float | None]:
+        vals = self.values(key)
+        if not vals:
+            return None, None
+        return statistics.fmean(vals), statistics.stdev(vals) if len(vals) > 1 else None
+
+
+def run_values(store: Store, run_id: str) -> dict[str, float | None]:
+    out: dict[str, float | None] = {}
+    for key, n in _LAST_N.items():
+        vals = store.series(run_id, key)[1][-n:]
+        out[key] = statistics.fmean(vals) if vals else None
+    out["wall_s"] = math.fsum(r["wall_s"] or 0.0 for r in store.iterations(run_id))
+    return out
+
+
+def collect(store: Store, runs: list[PlannedRun]) -> list[ArmResult]:
+    by_arm: dict[str, ArmResult] = {}
+    for r in runs:
+        res = by_arm.setdefault(r.arm, ArmResult(r.arm))
+        row = store.get_run(r.run_id)
+        if row is None:
+            res.unfinished.append(f"{r.run_id} (not started)")
+            continue
+        if row["status"] != "completed":
+            res.unfinished.append(f"{r.run_id} ({row['status']})")
+        res.runs[r.seed] = run_values(store, r.run_id)
+    return list(by_arm.values())
+
+
+def _cell(mean: float | None, std: float | None, key: str) -> str:
+    if mean is None:
+        return "–"
+    if key in (metrics.ENV_STEPS, "wall_s"):
+        digits = 0 if key == metrics.ENV_STEPS or mean >= 100 else 1
+        return f"{mean:,.{digits}f}" + (f" ± {std:,.{digits}f}" if std is not None else "")
+    return f"{mean:.3f}" + (f" ± {std:.3f}" if std is not None else "")
+
+
+def markdown(results: list[ArmResult], title: str) -> str:
+    head = ["arm", "seeds", *(name for name, _ in COLUMNS)]
+    lines = [f"### {title}", "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for res in results:
+        cells = [_cell(*res.mean_std(key), key) for _, key in COLUMNS]
+        lines.append(f"| {res.arm} | {len(res.runs)} | " + " | ".join(cells) + " |")
+    notes = [u for res in results for u in res.unfinished]
+    if notes:
+        lines += ["", "Not finished: " + ", ".join(notes)]
+    return "\n".join(lines) + "\n"
+
+
+def as_json(results: list[ArmResult], meta: dict) -> str:
+    return json.dumps({**meta, "arms": {r.arm: {"runs": {str(s): v for s, v in r.runs.items()},
+                                                "mean_std": {k: r.mean_std(k) for _, k in COLUMNS},
+                                                "unfinished": r.unfinished} for r in results}}, indent=2)
