@@ -128,7 +128,7 @@ def cmd_ablate(a) -> int:
     print(f"ablation {group}: {len(arms)} arms × {len(seeds)} seeds, {a.budget:,} environment steps per run, "
           f"database {store.path}", flush=True)
     failed = execute.execute(store, planned, group, jobs=a.jobs, log_dir=out.with_suffix(".logs"),
-                             say=lambda line: print(line, flush=True))
+                             say=lambda line: print(line, flush=True), preset=a.preset)
     table = results.collect(store, planned)
     seeds_text = ",".join(map(str, seeds))
     text = results.markdown(table, f"{group}: {label}, {a.budget:,} environment steps per run, seeds {seeds_text}")

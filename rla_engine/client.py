@@ -19,6 +19,7 @@ from typing import Concatenate, ParamSpec, TypeVar
 
 import numpy as np
 
+from .ablation.arms import run_id_of
 from .config import Config, validate
 from .export import DATA_FORMATS
 from .export.command import run_export
@@ -140,6 +141,36 @@ class EngineClient:
         proc = await self._spawn(run_id, args)
         await self._await_row(run_id, proc)
         return run_id
+
+    async def start_ablation(self, cfg: Config, *, preset: str | None, seeds: list[int], budget: int,
+                             arms: list[str], jobs: int = 1) -> tuple[str, str]:
+        """Spawn `rla ablate` over `cfg`; once its first run exists return (group, first run id).
+        The group is new each time (a timestamp), so a console ablation never meets an old one."""
+        validate(cfg)
+        group = f"ablate-{preset or cfg.task.family}-{time.strftime('%Y%m%d-%H%M%S')}"
+        path = run_config_path(self.db_path, group)
+        try:
+            make_private_dir(path.parent)
+            with open_private(path, "w") as f:
+                f.write(cfg.to_toml())
+        except OSError as e:
+            raise EngineError(f"cannot write the ablation's config {path}: {e.strerror}") from None
+        args = ["ablate", *(["--preset", preset] if preset else []), "--config", str(path),
+                "--seeds", ",".join(map(str, seeds)), "--budget", str(budget), "--arms", ",".join(arms),
+                "--group", group, "--jobs", str(jobs), "--out", str(logs_dir(self.db_path) / f"{group}.md")]
+        proc = await self._spawn(group, args)
+        first = run_id_of(group, arms[0], seeds[0])
+        deadline = asyncio.get_running_loop().time() + START_TIMEOUT_S
+        while await self._db(Store.get_run, first) is None:
+            if proc.returncode is not None:
+                raise EngineError(f"rla ablate exited with code {proc.returncode}", self.log_tail(group))
+            if asyncio.get_running_loop().time() > deadline:
+                raise EngineError(f"the ablation did not start within {START_TIMEOUT_S:.0f} s", self.log_tail(group))
+            await asyncio.sleep(POLL_S)
+        return group, first
+
+    async def group_runs(self, group: str) -> list[str]:
+        return [r["id"] for r in await self.list_runs(include_archived=True) if r.get("group_id") == group]
 
     async def resume_run(self, run_id: str, iterations: int | None = None) -> None:
         """Continue a stopped, crashed or failed run from its last checkpoint (`rla resume`)."""

@@ -141,7 +141,7 @@ class RunConfig:
     checkpoint_every: int = _f(1, "Write a checkpoint every N iterations.", min=1, max=1_000_000)
     keep_checkpoints: int = _f(3, "Checkpoints kept on disk (oldest removed).", min=1, max=1000)
     env_step_budget: int = _f(0, "Stop once the run has taken this many environment steps (0 = no budget); "
-                                 "an ablation gives every arm the same.", min=0, max=10**15)
+                                 "an ablation gives every arm the same.", min=0, max=2**31 - 1)
     stale_after_s: float = _f(15.0, "A live run whose heartbeat is older than this is crashed "
                                     "(when its pid cannot be checked).", min=1.0, max=86400.0)
 

@@ -17,6 +17,7 @@ from typing import Any
 
 from PySide6 import QtCore
 
+from rla_engine.ablation.arms import AblationSpec
 from rla_engine.client import EngineClient, EngineError
 from rla_engine.config import Config
 from rla_engine.summary import SUMMARY_KEYS
@@ -124,6 +125,29 @@ class ConsoleController(QtCore.QObject):
             self.open_run(run_id)
             await self.refresh_history()
             self.message.emit(f"run {run_id} started", 5000)
+        return self.spawn(run())
+
+    def start_ablation(self, cfg: Config, preset: str, plan: AblationSpec) -> asyncio.Task:
+        """Start `rla ablate`, show its first run live, and open the group as a comparison when
+        it ends (also when an arm failed: the others are still worth comparing)."""
+        async def run() -> None:
+            self.message.emit("starting the ablation…", 0)
+            group, first = await self.client.start_ablation(cfg, preset=preset or None, seeds=plan.seeds,
+                                                            budget=plan.budget, arms=plan.arms, jobs=plan.jobs)
+            self.open_run(first)
+            await self.refresh_history()
+            self.message.emit(f"ablation {group} started: {len(plan.arms)} arms × {len(plan.seeds)} seeds", 8000)
+            failure = None
+            try:
+                await self.client.wait(group)
+            except EngineError as e:
+                failure = e
+            ids = await self.client.group_runs(group)
+            await self.refresh_history()
+            self.comparison_ready.emit(await self.load_runs(ids))
+            if failure is not None:
+                raise failure
+            self.message.emit(f"ablation {group} finished: its {len(ids)} runs are open as a comparison", 8000)
         return self.spawn(run())
 
     def resume(self, run_id: str) -> asyncio.Task:

@@ -153,6 +153,7 @@ class MainWindow(QtWidgets.QMainWindow):
     def _wire(self) -> None:
         c, h, k = self.controller, self.history, self.controls
         self.run_form.start_requested.connect(c.start)
+        self.run_form.ablation_requested.connect(c.start_ablation)
         h.open_requested.connect(self.open_run)
         h.clone_requested.connect(c.clone)
         h.resume_requested.connect(c.resume)

@@ -35,6 +35,15 @@ GROUP_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,59}\Z")
 
 
 @dataclass(frozen=True)
+class AblationSpec:
+    """What a user chooses for an ablation besides the shared configuration."""
+    seeds: list[int]
+    budget: int
+    arms: list[str]
+    jobs: int = 1
+
+
+@dataclass(frozen=True)
 class PlannedRun:
     run_id: str
     arm: str
@@ -93,5 +102,9 @@ def plan(base: Config, group: str, arms: list[str], seeds: list[int], budget: in
     if base.policy.lam == 0 and any(a in STEP_ARMS for a in arms):
         raise InputError("policy.lam = 0 in the base config: the arms "
                          f"{', '.join(a for a in arms if a in STEP_ARMS)} need λ > 0 (outcome-only is its own arm)")
-    return [PlannedRun(f"{group}.{arm.replace('+', '_')}.s{seed}", arm, seed, arm_config(base, arm, seed, budget))
+    return [PlannedRun(run_id_of(group, arm, seed), arm, seed, arm_config(base, arm, seed, budget))
             for seed in seeds for arm in arms]
+
+
+def run_id_of(group: str, arm: str, seed: int) -> str:
+    return f"{group}.{arm.replace('+', '_')}.s{seed}"

@@ -43,18 +43,19 @@ def _todo(store: Store, run: PlannedRun, group: str) -> str:
     return "resume"
 
 
-def _command(run: PlannedRun, action: str, db: Path, group: str, config_dir: Path) -> list[str]:
+def _command(run: PlannedRun, action: str, db: Path, group: str, config_dir: Path, preset: str | None) -> list[str]:
     rla = [sys.executable, "-m", "rla_engine.cli"]
     if action == "resume":
         return [*rla, "resume", run.run_id, "--db", str(db)]
     path = config_dir / f"{run.run_id}.toml"
     path.write_text(run.config.to_toml(), encoding="utf-8")
-    return [*rla, "run", "--config", str(path), "--run-id", run.run_id, "--group", group,
-            "--name", run.name, "--db", str(db)]
+    # the preset is named for the record only: the file holds the whole configuration
+    return [*rla, "run", *(["--preset", preset] if preset else []), "--config", str(path), "--run-id", run.run_id,
+            "--group", group, "--name", run.name, "--db", str(db)]
 
 
 def execute(store: Store, runs: list[PlannedRun], group: str, *, jobs: int, log_dir: Path,
-            say: Callable[[str], None]) -> list[str]:
+            say: Callable[[str], None], preset: str | None = None) -> list[str]:
     """Bring every planned run to completion, `jobs` at a time; return the ids that failed."""
     todo = [(r, _todo(store, r, group)) for r in runs]
     for r, action in todo:
@@ -66,7 +67,7 @@ def execute(store: Store, runs: list[PlannedRun], group: str, *, jobs: int, log_
     live: dict[str, tuple[subprocess.Popen, float]] = {}
     with tempfile.TemporaryDirectory(prefix="rla-ablate-") as tmp:
         try:
-            _loop(queue, live, failed, store.path, group, jobs, log_dir, Path(tmp), say)
+            _loop(queue, live, failed, store.path, group, jobs, log_dir, Path(tmp), say, preset)
         except KeyboardInterrupt:
             # Ctrl-C reached the runs too (one process group): each stops at its iteration
             # boundary with a checkpoint, so the same command resumes them
@@ -78,12 +79,12 @@ def execute(store: Store, runs: list[PlannedRun], group: str, *, jobs: int, log_
 
 
 def _loop(queue: list, live: dict, failed: list[str], db: Path, group: str, jobs: int, log_dir: Path,
-          tmp: Path, say: Callable[[str], None]) -> None:
+          tmp: Path, say: Callable[[str], None], preset: str | None) -> None:
     while queue or live:
         while queue and len(live) < jobs:
             r, action = queue.pop(0)
             log = open(log_dir / f"{r.run_id}.log", "a", encoding="utf-8")
-            proc = subprocess.Popen(_command(r, action, db, group, tmp), stdout=log,
+            proc = subprocess.Popen(_command(r, action, db, group, tmp, preset), stdout=log,
                                     stderr=subprocess.STDOUT)
             log.close()
             live[r.run_id] = (proc, time.monotonic())

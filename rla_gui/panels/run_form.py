@@ -12,10 +12,12 @@ from PySide6.QtGui import QKeySequence, QShortcut
 from PySide6.QtWidgets import (QComboBox, QFileDialog, QFormLayout, QHBoxLayout, QLabel, QLineEdit,
                                QPushButton, QVBoxLayout, QWidget)
 
+from rla_engine.ablation.arms import AblationSpec
 from rla_engine.config import (Config, ConfigError, load_file, merge, preset_data, preset_description,
                                preset_names)
 from rla_engine.config import validate as validate_config
 
+from ..widgets.ablation_dialog import AblationDialog
 from ..widgets.config_form import ConfigForm
 
 DEFAULTS_LABEL = "(defaults)"
@@ -27,6 +29,7 @@ class RunFormPanel(QWidget):
     """Emits `start_requested(config, preset name or "", run name)` with a validated Config."""
 
     start_requested = Signal(object, str, str)
+    ablation_requested = Signal(object, str, object)     # config, preset name or "", AblationSpec
 
     def __init__(self, parent: QWidget | None = None):
         super().__init__(parent)
@@ -50,6 +53,9 @@ class RunFormPanel(QWidget):
         self.load_button = QPushButton("Load TOML…")
         self.save_button = QPushButton("Save TOML…")
         self.start_button = QPushButton("Start")
+        self.ablation_button = QPushButton("Ablation…")
+        self.ablation_button.setToolTip("Run the arms of an ablation (outcome-only, step rewards, judge training, "
+                                        "adaptation, baselines) on this configuration, several seeds each")
         # Default button works when the panel sits in a dialog; Enter in the name field and
         # Ctrl+Return cover the dock case, where Qt has no default button.
         self.start_button.setDefault(True)
@@ -58,6 +64,7 @@ class RunFormPanel(QWidget):
         self.preset_combo.currentIndexChanged.connect(self._apply_preset)
         self.form.changed.connect(self._revalidate)
         self.start_button.clicked.connect(self._start)
+        self.ablation_button.clicked.connect(self._start_ablation)
         self.name_edit.returnPressed.connect(self._start)
         QShortcut(QKeySequence("Ctrl+Return"), self, self._start,
                   context=Qt.ShortcutContext.WidgetWithChildrenShortcut)
@@ -73,6 +80,7 @@ class RunFormPanel(QWidget):
         buttons.addWidget(self.load_button)
         buttons.addWidget(self.save_button)
         buttons.addStretch(1)
+        buttons.addWidget(self.ablation_button)
         buttons.addWidget(self.start_button)
         column = QVBoxLayout(self)
         column.addLayout(top)
@@ -92,7 +100,7 @@ class RunFormPanel(QWidget):
         error = self.form.validate()
         self._show_error("" if error is None else str(error))
         # Saving is held back too: a saved invalid file would be refused by `rla run --config`.
-        for button in (self.start_button, self.save_button):
+        for button in (self.start_button, self.save_button, self.ablation_button):
             button.setEnabled(error is None)
             button.setToolTip("" if error is None else "Fix the marked field first.")
 
@@ -149,6 +157,21 @@ class RunFormPanel(QWidget):
             self._show_error(str(e))
             return
         self.start_requested.emit(cfg, self.preset(), self.name_edit.text().strip())
+
+    def ask_ablation(self) -> AblationSpec | None:
+        """The dialog's choices, None when cancelled (tests replace this method)."""
+        dialog = AblationDialog(self)
+        return dialog.spec() if dialog.exec() == AblationDialog.DialogCode.Accepted else None
+
+    def _start_ablation(self) -> None:
+        try:
+            cfg = validate_config(self.form.config())
+        except ConfigError as e:
+            self._show_error(str(e))
+            return
+        spec = self.ask_ablation()
+        if spec is not None:
+            self.ablation_requested.emit(cfg, self.preset(), spec)
 
     def _save_file(self) -> None:
         try:

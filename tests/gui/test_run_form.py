@@ -13,11 +13,14 @@ import tomllib
 
 import pytest
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QCheckBox, QComboBox, QDoubleSpinBox, QFileDialog, QLineEdit, QSpinBox
+from PySide6.QtWidgets import (QCheckBox, QComboBox, QDialogButtonBox, QDoubleSpinBox, QFileDialog, QLineEdit,
+                               QSpinBox)
 
+from rla_engine.ablation.arms import ARMS, AblationSpec
 from rla_engine.config import Config, merge, preset_data
 from rla_engine.tasks import family_names
 from rla_gui.panels.run_form import RunFormPanel
+from rla_gui.widgets.ablation_dialog import AblationDialog
 
 
 def _all_fields() -> dict[str, dataclasses.Field]:
@@ -209,3 +212,32 @@ def test_building_the_panel_does_not_import_torch():
     # Judged on what the child printed, not its exit status: PySide6 6.12 on Python 3.11 can
     # abort at interpreter shutdown (see FieldEditor), after the check has already run.
     assert f"editors {len(_all_fields())} torch []" in done.stdout, done.stdout + done.stderr
+
+
+def test_the_ablation_dialog_accepts_what_rla_ablate_accepts(qtbot):
+    dialog = AblationDialog()
+    qtbot.addWidget(dialog)
+    ok = dialog.buttons.button(QDialogButtonBox.StandardButton.Ok)
+    assert ok.isEnabled() and dialog.spec().arms == list(ARMS) and dialog.spec().seeds == [0, 1, 2]
+    dialog.seeds.setText("0,x")
+    assert not ok.isEnabled() and "--seeds" in dialog.error.text()
+    dialog.seeds.setText("3, 5")
+    for i in range(dialog.arms.count()):
+        if dialog.arms.item(i).text() not in ("full", "outcome+env"):
+            dialog.arms.item(i).setCheckState(Qt.CheckState.Unchecked)
+    assert ok.isEnabled() and dialog.spec().arms == ["full", "outcome+env"] and dialog.spec().seeds == [3, 5]
+    for i in range(dialog.arms.count()):
+        dialog.arms.item(i).setCheckState(Qt.CheckState.Unchecked)
+    assert not ok.isEnabled() and "--arms" in dialog.error.text()
+
+
+def test_ablation_button_emits_the_forms_config_with_the_dialogs_choices(panel, qtbot):
+    spec = AblationSpec([1], 5000, ["outcome", "full"], 1)
+    panel.ask_ablation = lambda: spec
+    panel.preset_combo.setCurrentText("tiny")
+    with qtbot.waitSignal(panel.ablation_requested) as got:
+        panel.ablation_button.click()
+    cfg, preset, chosen = got.args
+    assert preset == "tiny" and chosen == spec and cfg.rollout.tasks_per_iter == 4
+    panel.form.editors["judge.band_low"].widget.setValue(0.95)     # an invalid form starts no ablation
+    assert not panel.ablation_button.isEnabled()
