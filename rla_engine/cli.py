@@ -138,6 +138,9 @@ def cmd_ablate(a) -> int:
             "base_config": base.to_dict()}
     out.with_suffix(".json").write_text(results.as_json(table, meta), encoding="utf-8")
     print(f"saved {out} and {out.with_suffix('.json')}")
+    figures = renderer_command(name="ablation")
+    if figures is not None:       # the learning curves and the Theorem-1 check, drawn by the console package
+        subprocess.run([*figures, "--db", str(store.path), "--group", group, "--out", str(out.with_suffix(""))])
     return 1 if failed else 0
 
 

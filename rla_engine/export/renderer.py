@@ -21,10 +21,11 @@ MISSING = (f"HTML and PDF export need a report renderer (an entry point {NAME!r}
            "registered by the console package), and none is installed")
 
 
-def renderer_command(python: str = sys.executable) -> list[str] | None:
-    """The command line that runs the registered renderer (its arguments follow), or None when
-    no package registers one."""
-    found = entry_points(group=GROUP, name=NAME)
+def renderer_command(python: str = sys.executable, name: str = NAME) -> list[str] | None:
+    """The command line that runs the registered renderer `name` (its arguments follow), or None
+    when no package registers one. `report` renders runs; `ablation` an ablation group's figures
+    (`--db PATH --group GROUP --out PREFIX`)."""
+    found = entry_points(group=GROUP, name=name)
     if not found:
         return None
     ep = next(iter(found))

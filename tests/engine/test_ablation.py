@@ -49,6 +49,8 @@ def test_an_interrupted_ablation_resumes_and_writes_its_group_and_table(tmp_path
 
     table = out.read_text()
     assert "| outcome | 1 |" in table and "| full | 1 |" in table and "Not finished" not in table
+    for figure in ("curves", "theory"):       # drawn by the console package's renderer
+        assert (tmp_path / f"table.{figure}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     data = json.loads(out.with_suffix(".json").read_text())
     assert data["budget"] == 2500 and set(data["arms"]) == {"outcome", "full"}
     assert data["arms"]["full"]["runs"]["0"][metrics.ENV_STEPS] >= 2500

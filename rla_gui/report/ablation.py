@@ -1,0 +1,167 @@
+"""An ablation group's figures (issue 9): held-out success against environment steps, one mean
+curve per arm with its seeds' standard deviation as a band, and the Theorem-1 check — the
+empirical precision 𝒜 of every iteration of the `full` runs against the bound
+1 − exp(−m(μ − 1)²/4) at that iteration's μ.
+
+    python -m rla_gui.report.ablation --db PATH --group GROUP --out PREFIX
+
+writes PREFIX.curves.png and PREFIX.theory.png; registered as the `ablation` entry point of
+`rla.renderers`, which `rla ablate` runs after its table (so the engine never imports Qt).
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from ..headless import ensure_offscreen
+
+ensure_offscreen()      # before Qt loads
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6 import QtCore
+
+from rla_engine import metrics
+from rla_engine.store import StoreError, open_store
+
+from ..panel_spec import PALETTE
+from .charts import SCALE, Chart, LegendEntry, _Canvas
+
+GRID_POINTS = 60
+ARM_COLOURS = [*PALETTE, "#7f7f7f"]
+THEORY_ARM = "full"
+
+
+def arm_of(run: Mapping[str, Any]) -> str:
+    """`rla ablate` names a run "<arm> · seed <s>"."""
+    return str(run.get("name") or run["id"]).split(" · ")[0]
+
+
+def curves_chart(arms: dict[str, list[tuple[np.ndarray, np.ndarray]]], width: int = 820,
+                 height: int = 420) -> Chart:
+    """arms: arm → one (env steps, held-out success) pair per seed, at the evaluations."""
+    end = max((float(x[-1]) for runs in arms.values() for x, _ in runs if len(x)), default=1.0)
+    scale, unit = (1e6, " (millions)") if end >= 1e6 else (1e3, " (thousands)") if end >= 1e4 else (1.0, "")
+    c = _Canvas(width, height, x_label="environment steps" + unit)
+    grid = np.linspace(0.0, end, GRID_POINTS)
+    for i, (arm, runs) in enumerate(arms.items()):
+        colour = ARM_COLOURS[i % len(ARM_COLOURS)]
+        x, mean, std = mean_curve(runs, grid)
+        if not len(x):
+            continue
+        x = x / scale
+        seeds = sum(len(r[0]) > 1 for r in runs)
+        if seeds > 1 and len(x) > 1:
+            lo = pg.PlotDataItem(x, mean - std, pen=pg.mkPen(None))
+            hi = pg.PlotDataItem(x, mean + std, pen=pg.mkPen(None))
+            fill = pg.mkColor(colour)
+            fill.setAlpha(35)
+            c.plot.addItem(lo)
+            c.plot.addItem(hi)
+            c.plot.addItem(pg.FillBetweenItem(lo.curve, hi.curve, brush=pg.mkBrush(fill)))
+        c.line(x, mean, colour, f"{arm} ({seeds} seed{'s' if seeds > 1 else ''})", smooth=False)
+    c.plot.setYRange(0, 1, padding=0.03)
+    return _with_legend(c).chart("ablation-curves", "Held-out success against environment steps",
+                   note="Mean over seeds; the band is ± one standard deviation.")
+
+
+def mean_curve(runs: list[tuple[np.ndarray, np.ndarray]], grid: np.ndarray
+               ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(x, mean, sample std) of the seeds' curves, interpolated on `grid`, where every seed has
+    evaluated (a mean over the seeds still running would jump as they drop out)."""
+    ys = [np.interp(grid, x, y, left=np.nan, right=np.nan) for x, y in runs if len(x) > 1]
+    if not ys:
+        return np.array([]), np.array([]), np.array([])
+    stack = np.vstack(ys)
+    reached = np.all(np.isfinite(stack), axis=0)
+    stack = stack[:, reached]
+    std = stack.std(0, ddof=1) if len(ys) > 1 else np.zeros(stack.shape[1])
+    return grid[reached], stack.mean(0), std
+
+
+def theory_chart(points: np.ndarray, m: int, width: int = 820, height: int = 420) -> Chart:
+    """points [n, 2]: (μ, empirical 𝒜) per iteration of the `full` runs."""
+    c = _Canvas(width, height, x_label="μ = p₊ + p₋")
+    if len(points):
+        c.plot.addItem(pg.ScatterPlotItem(points[:, 0], points[:, 1], size=4, pen=None,
+                                          brush=pg.mkBrush(31, 119, 180, 60)))
+        c.legend.append(_entry("𝒜 of one iteration", "#1f77b4", "marker"))
+    lo = min(0.5, float(points[:, 0].min())) if len(points) else 0.5
+    hi = max(2.0, float(points[:, 0].max())) if len(points) else 2.0
+    mu = np.linspace(lo, hi, 300)
+    bound = np.where(mu > 1, 1 - np.exp(-m * (mu - 1) ** 2 / 4), 0.0)
+    c.line(mu, bound, "#d62728", f"bound 1 − exp(−m(μ−1)²/4), m = {m}", smooth=False, width=2.0)
+    c.plot.addItem(pg.InfiniteLine(pos=1.0, angle=90, pen=pg.mkPen("#7f7f7f", width=SCALE,
+                                                                  style=QtCore.Qt.PenStyle.DotLine)))
+    c.plot.setYRange(0, 1, padding=0.03)
+    above = _share_above(points, m)
+    note = (f"{len(points)} iterations; 𝒜 ≥ bound in {above:.0%} of them." if len(points)
+            else "No iteration of a full run had both outcomes.")
+    return _with_legend(c).chart("ablation-theory", "Theorem 1: empirical precision against the bound", note=note)
+
+
+def _entry(label: str, colour: str, style: str) -> LegendEntry:
+    return LegendEntry(label, colour, style)
+
+
+def _with_legend(c: _Canvas) -> _Canvas:
+    """These figures stand alone (docs/RESULTS.md), so their legend is drawn into the image."""
+    legend = c.plot.addLegend(offset=(10, 10), labelTextColor="#333333", brush=pg.mkBrush(255, 255, 255, 220))
+    for e in c.legend:
+        sample = (pg.ScatterPlotItem(size=6, brush=pg.mkBrush(e.colour), pen=None) if e.style == "marker"
+                  else pg.PlotDataItem(pen=pg.mkPen(e.colour, width=2 * SCALE)))
+        legend.addItem(sample, e.label)
+    return c
+
+
+def _share_above(points: np.ndarray, m: int) -> float:
+    if not len(points):
+        return float("nan")
+    mu, a = points[:, 0], points[:, 1]
+    bound = np.where(mu > 1, 1 - np.exp(-m * (mu - 1) ** 2 / 4), 0.0)
+    return float(np.mean(a >= bound))
+
+
+def group_figures(db: Path, group: str) -> tuple[Chart, Chart]:
+    store = open_store(db, create=False)
+    runs = [r for r in store.list_runs(include_archived=True) if r.get("group_id") == group]
+    if not runs:
+        raise StoreError(f"no run of group {group!r} in {db}")
+    arms: dict[str, list[tuple[np.ndarray, np.ndarray]]] = {}
+    points, m = [], 3
+    for run in sorted(runs, key=lambda r: r["id"]):
+        cols = store.metrics_by_iteration(run["id"])
+        evals = [(v[metrics.ENV_STEPS], v[metrics.EVAL_SUCCESS]) for _, v in sorted(cols.items())
+                 if metrics.EVAL_SUCCESS in v and metrics.ENV_STEPS in v]
+        arr = np.array(evals, dtype=float).reshape(-1, 2)
+        arms.setdefault(arm_of(run), []).append((arr[:, 0], arr[:, 1]))
+        if arm_of(run) == THEORY_ARM:
+            m = int(store.run_config(run["id"])["judge"]["m"])
+            points += [(v[metrics.MU], v[metrics.PRECISION]) for v in cols.values()
+                       if metrics.MU in v and metrics.PRECISION in v]
+    return curves_chart(arms), theory_chart(np.array(points, dtype=float).reshape(-1, 2), m)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="rla-ablation-figures", description=__doc__.splitlines()[0])
+    p.add_argument("--db", required=True)
+    p.add_argument("--group", required=True)
+    p.add_argument("--out", required=True, help="prefix: PREFIX.curves.png and PREFIX.theory.png")
+    a = p.parse_args(argv)
+    try:
+        charts = group_figures(Path(a.db), a.group)
+    except StoreError as e:
+        print(f"rla-ablation-figures: {e}", file=sys.stderr)
+        return 2
+    for chart, suffix in zip(charts, ("curves", "theory")):
+        path = Path(f"{a.out}.{suffix}.png")
+        path.write_bytes(chart.png)
+        print(f"wrote {path} ({chart.note})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
