@@ -51,3 +51,8 @@ register(FamilySpec(
     "arithmetic",
     "Write the running value of a chain of k operations mod 10; difficulty raises k and the operators.",
     "rla_engine.tasks.arithmetic"))
+register(FamilySpec(
+    "keyrooms",
+    "Rooms in a row, a locked door between each two and its key in the room before: key, door, …, goal; "
+    "difficulty raises size, doors and walls.",
+    "rla_engine.tasks.keyrooms"))

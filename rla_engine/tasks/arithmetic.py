@@ -26,7 +26,7 @@ from collections import Counter
 import numpy as np
 import torch
 
-from .base import HELD_OUT_SEEDS, BatchEnv, Family, Task, draw_seed
+from .base import HELD_OUT_SEEDS, BatchEnv, Family, Task, draw_seed, fresh_seed
 
 OPS = ("+", "-", "*")
 LEVEL = {"+": 0.0, "-": 0.5, "*": 1.0}
@@ -49,13 +49,6 @@ def _apply(code, value, operand):
 def _stream_bit(start: int, ops: list[str], operands: list[int]) -> int:
     return zlib.crc32(f"{start}|{''.join(ops)}|{','.join(map(str, operands))}".encode()) & 1
 
-
-def fresh_seed(rng: np.random.Generator, old: int) -> int:
-    """A training seed other than `old`: a variant is always a new concrete task."""
-    seed = draw_seed(rng)
-    while seed == old:
-        seed = draw_seed(rng)
-    return seed
 
 
 def instance(task: Task) -> dict:

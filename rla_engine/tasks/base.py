@@ -40,6 +40,14 @@ def draw_seed(rng: np.random.Generator, held_out: bool = False) -> int:
     return int(rng.integers(lo, hi))
 
 
+def fresh_seed(rng: np.random.Generator, old: int) -> int:
+    """A training seed other than `old`: a variant is always a new concrete task."""
+    seed = draw_seed(rng)
+    while seed == old:
+        seed = draw_seed(rng)
+    return seed
+
+
 class BatchEnv(abc.ABC):
     """`len(tasks) * rollouts` episodes stepped together; episode b plays task b // rollouts.
 

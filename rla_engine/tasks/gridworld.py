@@ -29,7 +29,8 @@ import numpy as np
 import torch
 
 from . import grid_layout
-from .base import HELD_OUT_SEEDS, BatchEnv, Family, Task, draw_seed
+from .base import HELD_OUT_SEEDS, Family, Task, draw_seed, fresh_seed
+from .walk_env import WalkEnv
 
 SIZE_MIN, SIZE_MAX = 5, 15
 WALL_MAX = 0.3
@@ -38,19 +39,11 @@ FOCUS_PARAM = {"walls": "wall_density", "distance": "distance", "size": "size"}
 _R = 2                             # crop radius: 5×5 (7×7 gave the judge no better agreement and the policy less)
 _CROP = [(dy, dx) for dy in range(-_R, _R + 1) for dx in range(-_R, _R + 1) if (dy, dx) != (0, 0)]
 _PAD = grid_layout.FRAME + 2 * _R            # R more rings of wall so the crop never leaves the array
-_STAY = 4                          # table column that inactive episodes "take": no move, label +1, info 0
 
 
 def budget_for(shortest: int) -> int:
     return math.ceil(1.5 * shortest) + 4
 
-
-def fresh_seed(rng: np.random.Generator, old: int) -> int:
-    """A training seed other than `old`: a variant is always a new concrete task."""
-    seed = draw_seed(rng)
-    while seed == old:
-        seed = draw_seed(rng)
-    return seed
 
 
 def _norm(params: dict) -> dict[str, float]:
@@ -113,75 +106,17 @@ def _tables(task: Task) -> dict[str, np.ndarray]:
     dx, dy, n = gx - x, gy - y, lay.size
     goal = np.stack([dx / n, dy / n, np.sign(dx), np.sign(dy), manh / (2 * n)], 1).astype(np.float32)
     tab = {"next": np.concatenate([new, cell[:, None]], 1).astype(np.int16), "oracle": oracle, "info": info,
-           "crop": crop, "goal": goal, "best": dist[new].argmin(1).astype(np.int8)}
+           "static": np.concatenate([crop.astype(np.float32), goal], 1), "best": dist[new].argmin(1).astype(np.int8),
+           "goal": cell == lay.goal}
     task._cache["tables"] = tab
     return tab
 
 
-class GridEnv(BatchEnv):
-    def __init__(self, tasks: list[Task], rollouts: int, device: torch.device | str = "cpu"):
-        tabs = [_tables(t) for t in tasks]
-        lays = [layout(t) for t in tasks]
-        T, C = len(tasks), grid_layout.CELLS
-        self.n = T * rollouts
-        goal = np.array([lay.goal for lay in lays], np.int64)
-        start = np.array([lay.start for lay in lays], np.int64)
-        budget = np.array([budget_for(lay.distance) for lay in lays], np.int32)
-
-        def cat(key):
-            return np.concatenate([tab[key] for tab in tabs])
-
-        base = np.arange(T).repeat(C)[:, None] * C
-        dev = torch.device(device)
-        self._trans = torch.as_tensor((cat("next") + base).ravel(), device=dev)
-        self._oracle = torch.as_tensor(cat("oracle").ravel(), device=dev)
-        self._info = torch.as_tensor(cat("info").reshape(-1, 6).astype(np.int32), device=dev)
-        self._static = torch.as_tensor(np.concatenate([cat("crop").astype(np.float32), cat("goal")], 1), device=dev)
-        self._best = torch.as_tensor(cat("best").astype(np.int64), device=dev)
-        ep_task = np.arange(self.n) // rollouts
-        self._start = torch.as_tensor(ep_task * C + start[ep_task], device=dev)
-        self._goal = torch.as_tensor(ep_task * C + goal[ep_task], device=dev)
-        self._budget = torch.as_tensor(budget[ep_task], device=dev)
-        self._vshift = torch.as_tensor((np.arange(self.n) - ep_task) * C, device=dev)   # own visited slab
-        self._nbr = torch.as_tensor(np.array(grid_layout.OFFSETS), device=dev)
-        self._stay = torch.tensor(_STAY, device=dev)
-        # visited cells hold the number of the reset that visited them, so a reset clears
-        # nothing; numpy allocates the zeros because a large torch fill may start a parallel
-        # region (milliseconds when the cores are busy)
-        self._visited = torch.as_tensor(np.zeros(self.n * C, np.int32), device=dev)
-        self._epoch = 0
-        self.max_steps = int(budget.max()) if T else 0
-        self.reset()
-
-    def _obs(self) -> torch.Tensor:
-        # index_select/take, not tensor[idx]: advanced indexing may start an intra-op parallel
-        # region, which costs milliseconds when the cores are busy
-        vpos = self.pos + self._vshift
-        self._visited.index_fill_(0, vpos, self._epoch)
-        seen = self._visited.take(vpos.unsqueeze(1) + self._nbr) == self._epoch
-        return torch.cat([self._static.index_select(0, self.pos), seen], 1)   # cat promotes to float32
-
-    def reset(self) -> torch.Tensor:
-        self.pos = self._start.clone()
-        self.t = torch.zeros_like(self._budget)
-        self._epoch += 1
-        self.active = torch.ones(self.n, dtype=torch.bool, device=self.pos.device)
-        self.success = torch.zeros_like(self.active)
-        return self._obs()
-
-    def step(self, actions: torch.Tensor):
-        act = self.active
-        idx = self.pos * 5 + torch.where(act, actions, self._stay)
-        self.pos = self._trans.index_select(0, idx)
-        self.t += act
-        # a finished episode either sits on its goal or has used its budget, so both flags
-        # follow from the state alone
-        self.success = self.pos == self._goal
-        self.active = (self.t < self._budget) & ~self.success
-        return self._obs(), self._oracle.index_select(0, idx), self._info.index_select(0, idx)
-
-    def oracle_action(self) -> torch.Tensor:
-        return self._best.index_select(0, self.pos)
+def grid_env(tasks: list[Task], rollouts: int, device: torch.device | str = "cpu") -> WalkEnv:
+    tabs = [_tables(t) for t in tasks]
+    lays = [layout(t) for t in tasks]
+    return WalkEnv(tabs, grid_layout.CELLS, np.array([lay.start for lay in lays], np.int64),
+                   np.array([budget_for(lay.distance) for lay in lays]), rollouts, device)
 
 
 class GridworldFamily(Family):
@@ -264,8 +199,8 @@ class GridworldFamily(Family):
                 break
         return Task(self.name, params, fresh_seed(rng, task.seed))
 
-    def make_env(self, tasks: list[Task], rollouts: int, device: torch.device | str = "cpu") -> GridEnv:
-        return GridEnv(tasks, rollouts, device)
+    def make_env(self, tasks: list[Task], rollouts: int, device: torch.device | str = "cpu") -> WalkEnv:
+        return grid_env(tasks, rollouts, device)
 
     def describe(self, task: Task) -> dict:
         lay = layout(task)

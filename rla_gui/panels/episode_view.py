@@ -29,6 +29,9 @@ BAD_COLOR = QColor(215, 45, 45)       # every verdict −1
 UNREADABLE_COLOR = QColor(140, 140, 140)
 START_COLOR = QColor(50, 110, 230)
 GOAL_COLOR = QColor(235, 170, 20)
+DOOR_COLOR = QColor(140, 90, 50)      # keyrooms: a locked door
+KEY_COLOR = QColor(250, 215, 110)     # keyrooms: its key
+CELL_COLORS = {"#": WALL_COLOR, "D": DOOR_COLOR, "k": KEY_COLOR}
 EMPTY_TEXT = "no episode yet"
 
 # actions 0 up (y−1), 1 down (y+1), 2 left (x−1), 3 right (x+1) — gridworld.py
@@ -123,8 +126,8 @@ def paint_gridworld(p: QPainter, rect: QRectF, payload: dict, pal: QPalette) -> 
     p.setPen(Qt.PenStyle.NoPen)
     for y in range(n):
         for x in range(n):
-            wall = y < len(walls) and x < len(walls[y]) and walls[y][x] == "#"
-            p.setBrush(WALL_COLOR if wall else FREE_COLOR)
+            mark = walls[y][x] if y < len(walls) and x < len(walls[y]) else "."
+            p.setBrush(CELL_COLORS.get(mark, FREE_COLOR))
             # a hairline gap between cells shows the grid without a separate pass
             p.drawRect(QRectF(ox + x * cell + 0.5, oy + y * cell + 0.5, cell - 1, cell - 1))
 
@@ -222,7 +225,9 @@ def paint_arithmetic(p: QPainter, rect: QRectF, payload: dict, pal: QPalette) ->
             p.drawText(QRectF(x + line_h * 1.2, y, line_h * 1.5, line_h), Qt.AlignmentFlag.AlignVCenter, hint)
 
 
-PAINTERS: dict[str, Painter] = {"gridworld": paint_gridworld, "arithmetic": paint_arithmetic}
+# keyrooms draws as a gridworld whose rows also mark doors "D" and keys "k"
+PAINTERS: dict[str, Painter] = {"gridworld": paint_gridworld, "keyrooms": paint_gridworld,
+                                "arithmetic": paint_arithmetic}
 
 
 class EpisodeViewPanel(QWidget):

@@ -325,3 +325,38 @@ def test_arithmetic_critic_and_mutation():
     assert len(swapped.params["ops"]) == 8 and swapped.params["ops"].count("*") == 5
     for params in ({"ops": []}, {"ops": ["+"] * 9}, {"ops": ["/"]}, {"ops": "+-"}):
         assert isinstance(fam.validate(Task("arithmetic", params, 1)), str)
+
+
+def test_keyrooms_a_door_opens_only_with_its_key():
+    from rla_engine.tasks import keyroom_layout as kl
+    lay = kl.make(9, 2, 0.1, np.random.default_rng(3), held_out=False)
+    nxt = kl.transitions(lay)
+    right = 3
+    for j, door in enumerate(lay.doors):
+        west = door - 1                         # the cell before the door is always open
+        assert nxt[0 * kl.CELLS + west, right] % kl.CELLS == west            # no key: blocked
+        with_key = (1 << j) * kl.CELLS + west
+        assert nxt[with_key, right] == (1 << j) * kl.CELLS + door          # key j opens door j
+    key = lay.keys[0]                           # stepping on a key picks it up
+    came_from = next(s for s in range(kl.STATES) if s // kl.CELLS == 0 and key in nxt[s] % kl.CELLS)
+    assert nxt[came_from][nxt[came_from] % kl.CELLS == key][0] // kl.CELLS == 1
+    assert kl.solve(nxt, lay.goal)[lay.start] < kl.UNREACHABLE
+
+
+def test_keyrooms_compass_follows_key_door_goal_along_a_solution():
+    fam = load_family("keyrooms")
+    task = next(t for t in _tasks(fam, np.linspace(0.5, 0.9, 20), seed=4) if t.params["doors"] == 2)
+    env = fam.make_env([task], 1)
+    obs = env.reset()
+    kinds, keys = [int(obs[0, 82:85].argmax())], []
+    while env.active.any():
+        obs, oracle, info = env.step(env.oracle_action())
+        assert oracle.item() == 1
+        kinds.append(int(obs[0, 82:85].argmax()))
+        keys.append(int(info[0, 5]))
+    assert env.success.all()
+    phases = [k for i, k in enumerate(kinds) if i == 0 or k != kinds[i - 1]]
+    assert phases == [0, 1, 0, 1, 2]            # key 0, door 0, key 1, door 1, goal
+    assert keys == sorted(keys) and keys[-1] == 2
+    desc = fam.describe(task)
+    assert sum(row.count("D") for row in desc["walls"]) == 2 and sum(row.count("k") for row in desc["walls"]) == 2
