@@ -83,6 +83,8 @@ class PolicyConfig:
                               "default is SPEC's mixed groups, 0 < acc < 1, at any rollout count).",
                          min=0.0, max=1.0)
     band_high: float = _f(1.0, "Upper edge of the policy band (exclusive).", min=0.0, max=1.0)
+    unanimous_groups: bool = _f(False, "Also train on all-success and all-failure groups (not in the paper): their "
+                                       "advantages come from the judge's step rewards alone, zero when λ = 0.")
     hidden: int = _f(128, "Hidden width of the embedded policy network.", min=4, max=4096)
     mu_gate: bool = _f(False, "μ gate (not in the paper): scale λ by clip((μ̂−1)/(μ_target−1), 0, 1), μ̂ an "
                               "EMA of the judge's μ — Theorem 1: verdicts carry signal only when μ > 1.")

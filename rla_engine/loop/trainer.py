@@ -108,7 +108,8 @@ class Trainer:
         R = step_rewards(roll.outcome, verdicts, roll.mask, lam)
         adv = normalize_per_step(R, roll.mask, n_rollouts)
         jr = judge_rewards(R, verdicts) * roll.mask.unsqueeze(-1)
-        pol_groups = trained & (acc_t > cfg.policy.band_low) & (acc_t < cfg.policy.band_high)
+        in_band = (acc_t > cfg.policy.band_low) & (acc_t < cfg.policy.band_high)
+        pol_groups = trained & (in_band | (cfg.policy.unanimous_groups & ((acc_t == 0) | (acc_t == 1))))
         jud_groups = trained & (acc_t >= cfg.judge.band_low) & (acc_t <= cfg.judge.band_high)
         t3 = clock()
 

@@ -198,3 +198,12 @@ def test_an_iteration_of_only_rejected_candidates_stores_no_undefined_share(monk
     assert all(math.isfinite(v) for v in r.metrics.values())
     assert metrics.POSITIVE_FRACTION not in r.metrics and metrics.SUCCESS not in r.metrics
     tr.step()                               # and the run goes on
+
+
+# -- unanimous groups (a named option beside SPEC's mixed-group rule) -------------------------------------
+@pytest.mark.parametrize("unanimous, lam, trained", [(False, 1, False), (True, 1, True), (True, 0, False)])
+def test_unanimous_groups_train_only_on_what_the_step_rewards_tell_apart(monkeypatch, unanimous, lam, trained):
+    forced_outcomes(monkeypatch, lambda n: torch.ones(n, dtype=torch.bool))    # every group all-success
+    tr = Trainer(tiny(f"policy.unanimous_groups={str(unanimous).lower()}", f"policy.lam={lam}"), torch.device("cpu"))
+    r = tr.step()
+    assert (metrics.LOSS_POLICY in r.metrics) == trained
