@@ -79,6 +79,11 @@ class PolicyConfig:
     minibatch_size: int = _f(512, "Samples per PPO minibatch.", min=1, max=1_000_000)
     clip_eps: float = _f(0.2, "PPO clip range ε.", min=0.0, max=1.0)
     kl_beta: float = _f(0.01, "Weight β of the k3 KL penalty to the pre-update policy.", min=0.0, max=100.0)
+    entropy_coef: float = _f(0.0, "Entropy bonus (not in SPEC §3; 0 is the paper's loss): weight of the mean "
+                                  "entropy of the sampling distribution over every step rolled out this "
+                                  "iteration, applied even when no group is mixed — contexts whose groups all "
+                                  "fail get no group-relative advantage and would stay confidently wrong.",
+                             min=0.0, max=10.0)
     band_low: float = _f(0.0, "Policy trains on tasks with band_low < acc < band_high (exclusive: the "
                               "default is SPEC's mixed groups, 0 < acc < 1, at any rollout count).",
                          min=0.0, max=1.0)

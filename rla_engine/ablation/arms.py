@@ -29,6 +29,10 @@ ARMS: dict[str, tuple[tuple[str, object], ...]] = {
     "dapo": (*_FROZEN_OUTCOME_ONLY, ("env.strategy", "dapo")),
     "uniform": (*_FROZEN_OUTCOME_ONLY, ("env.strategy", "uniform")),
 }
+# every arm starts from the paper's form of the switches an arm may leave unnamed, so an arm means
+# the same whatever the base says about them (the arithmetic preset turns the μ gate on for its
+# own runs; its "full" arm must still be the paper's loop)
+_PAPER_FORM = (("policy.mu_gate", False), ("env.critic", "judge"))
 # arms that use the judge's verdicts in the policy reward need a λ > 0 in the base config
 STEP_ARMS = ("step", "step+judge", "full", "full+gate", "full+random-critic")
 GROUP_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,59}\Z")
@@ -87,7 +91,7 @@ def check_group(group: str) -> str:
 
 def arm_config(base: Config, arm: str, seed: int, budget: int) -> Config:
     cfg = copy.deepcopy(base)
-    for key, value in ARMS[arm]:
+    for key, value in (*_PAPER_FORM, *ARMS[arm]):
         set_value(cfg, key, value)
     set_value(cfg, "run.seed", seed)
     set_value(cfg, "run.env_step_budget", budget)

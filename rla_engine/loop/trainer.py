@@ -69,7 +69,8 @@ class Trainer:
         self.iteration = 0
         self.env_steps = 0
         p = cfg.policy
-        self.ppo = PPOSettings(p.ppo_epochs, p.minibatch_size, p.clip_eps, p.kl_beta)
+        self.ppo = PPOSettings(p.ppo_epochs, p.minibatch_size, p.clip_eps, p.kl_beta, p.entropy_coef)
+        self.judge_ppo = PPOSettings(p.ppo_epochs, p.minibatch_size, p.clip_eps, p.kl_beta)
         self.gate = MuGate(p.mu_target, p.mu_ema) if p.mu_gate else None
 
     # -- one iteration ---------------------------------------------------------------------
@@ -117,9 +118,12 @@ class Trainer:
         pol_sel = roll.mask & per_ep(pol_groups).unsqueeze(1) & (adv != 0)
         obs, actions, pol_adv = roll.obs[:, :-1][pol_sel], roll.actions[pol_sel], adv[pol_sel]
         temp = cfg.rollout.temperature
+        # the entropy bonus's states: every step rolled out but rejected candidates' (taken only when used)
+        visited = roll.obs[:, :-1][roll.mask & per_ep(keep).unsqueeze(1)] if cfg.policy.entropy_coef > 0 else None
         pol_stats = ppo_update(self.policy, self.policy_opt,
                                lambda i: self.policy.log_prob(obs[i], actions[i], temp),
-                               pol_adv, self.ppo, self.gen, "policy")
+                               pol_adv, self.ppo, self.gen, "policy",
+                               entropy=None if visited is None else lambda: self.policy.entropy(visited, temp))
         jud_stats = None
         if cfg.judge.train:
             jsel = (roll.mask & per_ep(jud_groups).unsqueeze(1)).unsqueeze(-1) & (jr != 0)
@@ -129,7 +133,7 @@ class Trainer:
                 jadv = jadv * outcome_balanced_weights(roll.success[b])
             jtemp = cfg.judge.temperature
             jud_stats = ppo_update(self.judge, self.judge_opt, lambda i: self.judge.log_prob(jx[i], jv[i], jtemp),
-                                   jadv, self.ppo, self.gen, "judge")
+                                   jadv, self.judge_ppo, self.gen, "judge")
         t4 = clock()
 
         if cfg.env.strategy == "rlanything":

@@ -25,6 +25,11 @@ class PolicyNet(nn.Module):
         logp = functional.log_softmax(self.net(obs) / temperature, dim=-1)
         return logp.gather(-1, actions.long().unsqueeze(-1)).squeeze(-1)
 
+    def entropy(self, obs: torch.Tensor, temperature: float = 1.0) -> torch.Tensor:
+        """Entropy of the sampling distribution softmax(logits / temperature), per row."""
+        logp = functional.log_softmax(self.net(obs) / temperature, dim=-1)
+        return -(logp.exp() * logp).sum(-1)
+
 
 def judge_input(obs: torch.Tensor, next_obs: torch.Tensor, actions: torch.Tensor, n_actions: int) -> torch.Tensor:
     """Exactly what the policy saw before and after the step, and the action — nothing privileged."""

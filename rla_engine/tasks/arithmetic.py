@@ -9,14 +9,28 @@ Params {"ops": ["+", "-", "*", ...]} with k = len(ops) in 1..8. The seed draws t
 by the chain: a noisy policy then succeeds *more* often on "*"-heavy (harder) chains — measured
 0.27 at d = 0.7 against 0.33 at d = 0.9 — and difficulty would not mean what it says.
 
-Episodes last exactly k steps; at step i the policy writes a digit (the value after op i).
-Observation (25 float32): one-hot of the previously written value (the start value at step 0)
-(10), one-hot op (3), one-hot operand (10), step/8, (k−step)/8.
+Episodes last exactly k steps. At step i the policy writes the new running value as the digit it
+adds to the previous one (mod 10): "+ a" is written as a, "− a" as −a, "× m" as prev·(m−1). An
+absolute digit made every (prev, op, operand) a separate entry of a 230-entry table that a small
+MLP neither generalises over (supervised on half of the entries it scored 0.02 on the rest;
+offsets: 0.93 for "+", 0.89 for "−") nor finds by RL (greedy accuracy stayed at chance). The
+chain, the oracle and the info row still speak of the written running value.
 
-A task has at most 9 × 10 states (step, previously written value), so the whole episode —
-next state, oracle label, info row, observation, active/success flags — is tabulated per task
-and a batch step is a few gathers; a finished episode sits in its step-k state, which maps
-every action to itself with label +1 and a zero info row.
+Success: every written value is right. Judging only the last digit let a wrong chain end right
+one time in ten, and a policy memorised per task a wrong path that ends on the answer.
+
+Observation (33 float32): one-hot of the running value (the start value at step 0) (10), one-hot
+of the term (op, operand) (23: "+ 0".."+ 9", "− 0".."− 9", "× 3", "× 7", "× 9"). With separate
+op and operand one-hots the policy carried "+ a" over to "− a" and stayed confidently wrong on half
+the "−" terms (seed 0: greedy "−" accuracy 0.5 after 1500 iterations; 1.0 with the term one-hot).
+No step position: the right digit depends on nothing else, and a position let the policy memorise
+a path per task instead of computing.
+
+Instances: rollout r of a task plays instance r of its seed (instance 0 is the task's own, the one
+`describe` shows and a one-rollout held-out evaluation plays). With one instance per group a
+deterministic policy scores 0 or 1 on a task, so no group is mixed, no candidate is ever accepted
+and the pool freezes; with an instance per rollout acc is the policy's accuracy on the task's chain
+shape (its difficulty), which is what the environment model adapts.
 """
 from __future__ import annotations
 
@@ -25,8 +39,9 @@ from collections import Counter
 
 import numpy as np
 import torch
+from torch.nn import functional
 
-from .base import HELD_OUT_SEEDS, BatchEnv, Family, Task, draw_seed, fresh_seed
+from .base import HELD_OUT_SEEDS, TRAIN_SEEDS, BatchEnv, Family, Task, draw_seed, fresh_seed
 
 OPS = ("+", "-", "*")
 LEVEL = {"+": 0.0, "-": 0.5, "*": 1.0}
@@ -34,6 +49,12 @@ K_MAX = 8
 ROWS = K_MAX + 1                       # steps 0..8, the last one only as the finished state
 MAX_DELTA = 0.15
 MUL_OPERANDS = np.array([3, 7, 9])
+# one input unit per (op, operand): "+ 7" and "− 7" share nothing, so what is learnt for one cannot
+# be generalised onto the other (they need opposite digits)
+TERM = np.full((3, 10), 0, np.int64)
+TERM[0], TERM[1] = np.arange(10), 10 + np.arange(10)
+TERM[2, MUL_OPERANDS] = 20 + np.arange(3)
+N_TERMS = 23
 
 
 def _difficulty(ops: list[str]) -> float:
@@ -51,103 +72,118 @@ def _stream_bit(start: int, ops: list[str], operands: list[int]) -> int:
 
 
 
+def _rollout_seed(seed: int, r: int) -> int:
+    """Seed of instance r of a task: r = 0 is the task's own; others stay in the seed's half, so
+    training and held-out instances never mix."""
+    if r == 0:
+        return seed
+    lo, hi = HELD_OUT_SEEDS if seed >= HELD_OUT_SEEDS[0] else TRAIN_SEEDS
+    return lo + zlib.crc32(f"{seed}|{r}".encode()) % (hi - lo)
+
+
+def _draw(seed: int, ops: list[str]) -> dict:
+    """start, operands, answer. Training seeds only yield instances whose hash bit is 0 and
+    held-out seeds bit 1, so the two are disjoint even where k = 1 leaves ~100 instances."""
+    codes = np.array([OPS.index(o) for o in ops])
+    rng = np.random.default_rng(seed)
+    want = int(seed >= HELD_OUT_SEEDS[0])
+    for _ in range(256):                 # each draw matches with probability ~½
+        start = int(rng.integers(10))
+        plain, mul = rng.integers(0, 10, len(ops)), rng.choice(MUL_OPERANDS, len(ops))
+        operands = [int(v) for v in np.where(codes == 2, mul, plain)]
+        if _stream_bit(start, ops, operands) == want:
+            break
+    else:
+        raise RuntimeError("no instance of the seed's stream")
+    value = start
+    for c, v in zip(codes, operands):
+        value = int(_apply(c, value, v))
+    return {"start": start, "operands": operands, "answer": value}
+
+
+def instances(task: Task, n: int) -> list[dict]:
+    """Instances 0..n−1 of a task (cached on the task: pool tasks are rolled out many times)."""
+    got = task._cache.setdefault("instances", [])
+    ops = list(task.params["ops"])
+    while len(got) < n:
+        got.append(_draw(_rollout_seed(task.seed, len(got)), ops))
+    return got[:n]
+
+
 def instance(task: Task) -> dict:
-    """start, operands, answer of a task. Training seeds only yield instances whose hash bit is
-    0 and held-out seeds bit 1, so the two are disjoint even where k = 1 leaves ~100 instances."""
-    inst = task._cache.get("instance")
-    if inst is None:
-        ops = list(task.params["ops"])
-        codes = np.array([OPS.index(o) for o in ops])
-        rng = np.random.default_rng(task.seed)
-        want = int(task.seed >= HELD_OUT_SEEDS[0])
-        for _ in range(256):                 # each draw matches with probability ~½
-            start = int(rng.integers(10))
-            plain, mul = rng.integers(0, 10, len(ops)), rng.choice(MUL_OPERANDS, len(ops))
-            operands = [int(v) for v in np.where(codes == 2, mul, plain)]
-            if _stream_bit(start, ops, operands) == want:
-                break
-        else:
-            raise RuntimeError("no instance of the seed's stream")
-        value = start
-        for c, v in zip(codes, operands):
-            value = int(_apply(c, value, v))
-        inst = {"start": start, "operands": operands, "answer": value}
-        task._cache["instance"] = inst
-    return inst
+    """The task's own instance (instance 0)."""
+    return instances(task, 1)[0]
 
 
 class ArithmeticEnv(BatchEnv):
+    """Episode b plays instance b % rollouts of task b // rollouts. The state is (step, running
+    value, broken): a few small tensors, each step a handful of gathers; a finished episode keeps
+    its state, every action ignored."""
+
     def __init__(self, tasks: list[Task], rollouts: int, device: torch.device | str = "cpu"):
-        T = len(tasks)
-        self.n = T * rollouts
-        insts = [instance(t) for t in tasks]
-        k = np.array([len(t.params["ops"]) for t in tasks])
-        code = np.zeros((T, ROWS), np.int64)
-        operand = np.zeros((T, ROWS), np.int64)
-        for i, (t, inst) in enumerate(zip(tasks, insts)):
-            code[i, :k[i]] = [OPS.index(o) for o in t.params["ops"]]
-            operand[i, :k[i]] = inst["operands"]
-        answer = np.array([inst["answer"] for inst in insts])
-
-        step = np.arange(ROWS)[None, :, None, None]              # [1, R, 1, 1]
-        prev = np.arange(10)[None, None, :, None]                # [1, 1, 10, 1]
-        act = np.arange(10)[None, None, None, :]                 # [1, 1, 1, 10]
-        running = (step < k[:, None, None, None])                # [T, R, 1, 1]
-        right = _apply(code[:, :, None], np.arange(10)[None, None, :], operand[:, :, None])   # [T, R, 10]
-        shape = (T, ROWS, 10, 10)
-        state = np.arange(T)[:, None, None, None] * ROWS * 10
-        nxt = np.where(running, state + (step + 1) * 10 + act, state + step * 10 + prev)
-        oracle = np.where(running & (act != right[..., None]), -1, 1)
-        info = np.stack([np.broadcast_to(step, shape), np.broadcast_to(code[:, :, None, None], shape),
-                         np.broadcast_to(operand[:, :, None, None], shape), np.broadcast_to(act, shape),
-                         np.broadcast_to(prev, shape)], -1) * running[..., None]
-
-        s_step = np.arange(ROWS)[None, :, None]                  # per state (task, step, prev)
-        s_running = s_step < k[:, None, None]
-        obs = np.zeros((T, ROWS, 10, 25), np.float32)
-        obs[..., :10] = np.eye(10, dtype=np.float32)
-        obs[..., 10:13] = (np.eye(3, dtype=np.float32)[code] * s_running[..., 0, None])[:, :, None]
-        obs[..., 13:23] = (np.eye(10, dtype=np.float32)[operand] * s_running[..., 0, None])[:, :, None]
-        obs[..., 23] = s_step / K_MAX
-        obs[..., 24] = (k[:, None, None] - s_step) / K_MAX
-        finished_right = ~s_running & (np.arange(10)[None, None, :] == answer[:, None, None])
-
+        self.n = len(tasks) * rollouts
+        code = np.zeros((self.n, ROWS), np.int64)
+        operand = np.zeros((self.n, ROWS), np.int64)
+        k, start, answer = (np.zeros(self.n, np.int64) for _ in range(3))
+        for i, t in enumerate(tasks):
+            codes = [OPS.index(o) for o in t.params["ops"]]
+            for r, inst in enumerate(instances(t, rollouts)):
+                b = i * rollouts + r
+                k[b], start[b], answer[b] = len(codes), inst["start"], inst["answer"]
+                code[b, :k[b]], operand[b, :k[b]] = codes, inst["operands"]
+        # right[b, step, prev]: the value step should write after the running value prev
+        right = _apply(code[:, :, None], np.arange(10)[None, None, :], operand[:, :, None])
         dev = torch.device(device)
-        self._next = torch.as_tensor(nxt.ravel(), device=dev)
-        self._oracle = torch.as_tensor(oracle.ravel().astype(np.int8), device=dev)
-        self._info = torch.as_tensor(info.reshape(-1, 5).astype(np.int32), device=dev)
-        self._obs = torch.as_tensor(obs.reshape(-1, 25), device=dev)
-        self._running = torch.as_tensor(np.broadcast_to(s_running, (T, ROWS, 10)).ravel(), device=dev)
-        self._right = torch.as_tensor(finished_right.ravel(), device=dev)
-        self._best = torch.as_tensor(right.ravel(), device=dev)
-        ep_task = np.arange(self.n) // rollouts
-        self._start = torch.as_tensor(ep_task * ROWS * 10 + np.array([i["start"] for i in insts])[ep_task], device=dev)
-        self.max_steps = int(k.max()) if T else 0
+        as_t = lambda a: torch.as_tensor(a, device=dev)     # noqa: E731
+        self._code, self._operand, self._right = as_t(code), as_t(operand), as_t(right.reshape(self.n, -1))
+        self._term = as_t(TERM[code, operand])
+        self._k, self._start, self._answer = as_t(k), as_t(start), as_t(answer)
+        self.max_steps = int(k.max()) if self.n else 0
         self.reset()
 
+    def _at(self, table: torch.Tensor) -> torch.Tensor:
+        return table.gather(1, self.step_i.unsqueeze(1)).squeeze(1)
+
+    def _obs(self) -> torch.Tensor:
+        running = self.active.unsqueeze(1).float()
+        return torch.cat([functional.one_hot(self.value, 10).float(),
+                          functional.one_hot(self._at(self._term), N_TERMS).float() * running], 1)
+
+    def _success(self) -> torch.Tensor:
+        return ~self.active & ~self.broken & (self.value == self._answer)
+
     def reset(self) -> torch.Tensor:
-        self.state = self._start.clone()
-        self.active = self._running.index_select(0, self.state)
-        self.success = self._right.index_select(0, self.state)
-        return self._obs.index_select(0, self.state)
+        self.step_i = torch.zeros_like(self._k)
+        self.value = self._start.clone()
+        self.broken = torch.zeros_like(self._k, dtype=torch.bool)
+        self.active = self.step_i < self._k
+        self.success = self._success()
+        return self._obs()
+
+    def _right_now(self) -> torch.Tensor:
+        return self._right.gather(1, (self.step_i * 10 + self.value).unsqueeze(1)).squeeze(1)
 
     def step(self, actions: torch.Tensor):
-        # index_select, not tensor[idx]: advanced indexing of a 2-D table may start an intra-op
-        # parallel region, which costs milliseconds when the cores are busy
-        idx = self.state * 10 + actions
-        self.state = self._next.index_select(0, idx)
-        self.active = self._running.index_select(0, self.state)
-        self.success = self._right.index_select(0, self.state)
-        return (self._obs.index_select(0, self.state), self._oracle.index_select(0, idx),
-                self._info.index_select(0, idx))
+        running = self.active
+        written = (self.value + actions) % 10
+        wrong = running & (written != self._right_now())
+        oracle = torch.where(wrong, -1, 1).to(torch.int8)
+        info = torch.stack([self.step_i, self._at(self._code), self._at(self._operand), written, self.value], 1)
+        info = (info * running.unsqueeze(1)).to(torch.int32)
+        self.broken = self.broken | wrong
+        self.value = torch.where(running, written, self.value)
+        self.step_i = self.step_i + running.long()
+        self.active = self.step_i < self._k
+        self.success = self._success()
+        return self._obs(), oracle, info
 
     def oracle_action(self) -> torch.Tensor:
-        return self._best.index_select(0, self.state)
+        return (self._right_now() - self.value) % 10
 
 
 class ArithmeticFamily(Family):
     name = "arithmetic"
-    obs_dim = 25
+    obs_dim = 10 + N_TERMS
     n_actions = 10
     info_dim = 5
     info_names = ("step", "op", "operand", "written", "prev_written")
@@ -235,6 +271,10 @@ class ArithmeticFamily(Family):
                 new_ops = cand
                 break
         return Task(self.name, {"ops": new_ops}, fresh_seed(rng, task.seed))
+
+    def instances(self, task: Task, n: int) -> list[dict]:
+        """What rollouts 0..n−1 of the task play."""
+        return instances(task, n)
 
     def make_env(self, tasks: list[Task], rollouts: int, device: torch.device | str = "cpu") -> ArithmeticEnv:
         return ArithmeticEnv(tasks, rollouts, device)

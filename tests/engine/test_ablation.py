@@ -69,3 +69,16 @@ def _iteration(db, run_id):
     except Exception:        # the database is being created
         return 0
     return run["iteration"] if run else 0
+
+
+def test_an_arm_means_the_same_whatever_the_base_says():
+    """A base that turns the μ gate on (the arithmetic preset does) or the random critic on must not
+    turn the paper's "full" arm into another arm: only the arms that name them get them."""
+    from rla_engine.ablation.arms import arm_config
+    from rla_engine.config import build
+    base = build(preset="arithmetic", sets=["env.critic=random"])
+    assert base.policy.mu_gate
+    full = arm_config(base, "full", 0, 1000)
+    assert (full.policy.mu_gate, full.env.critic, full.policy.lam) == (False, "judge", base.policy.lam)
+    assert arm_config(base, "full+gate", 0, 1000).policy.mu_gate
+    assert arm_config(base, "full+random-critic", 0, 1000).env.critic == "random"

@@ -245,7 +245,7 @@ def test_a_round_tripped_config_is_independent_of_the_original():
 
 
 def test_build_precedence(tmp_path):
-    # arithmetic preset: family arithmetic, dataset_high 0.6, iterations 1000
+    # arithmetic preset: family arithmetic, dataset_high 0.6, iterations 1500
     f = tmp_path / "my.toml"
     f.write_text(textwrap.dedent("""\
         [task]
@@ -261,7 +261,7 @@ def test_build_precedence(tmp_path):
 
     assert Config().run.iterations == 100                          # defaults
     p = build(preset="arithmetic")
-    assert (p.task.family, p.task.dataset_high, p.run.iterations) == ("arithmetic", 0.6, 1000)
+    assert (p.task.family, p.task.dataset_high, p.run.iterations) == ("arithmetic", 0.6, 1500)
 
     pf = build(preset="arithmetic", config_file=f)                  # file over preset
     assert (pf.task.family, pf.task.dataset_high, pf.run.iterations) == ("arithmetic", 0.4, 50)

@@ -5,6 +5,7 @@ checked without touching this file.
 """
 import json
 import math
+import zlib
 
 import numpy as np
 import pytest
@@ -270,25 +271,36 @@ def test_gridworld_validate_rejects_out_of_range():
 
 # --- arithmetic --------------------------------------------------------------------------------
 
+def _chain(desc):
+    """The running values a right chain writes."""
+    value, chain = desc["start"], []
+    for op, v in zip(desc["ops"], desc["operands"]):
+        value = {"+": value + v, "-": value - v, "*": value * v}[op] % 10
+        chain.append(value)
+    return chain
+
+
 def test_arithmetic_right_values_always_succeed():
     fam = load_family("arithmetic")
     tasks = _tasks(fam, np.linspace(0, 1, 20), seed=10)
     env = fam.make_env(tasks, 1)
-    env.reset()
-    chains = []
+    obs = env.reset()
+    values, offsets = [], []
     for task in tasks:
-        desc, chain = fam.describe(task), []
-        value = desc["start"]
-        for op, v in zip(desc["ops"], desc["operands"]):
-            value = {"+": value + v, "-": value - v, "*": value * v}[op] % 10
-            chain.append(value)
+        desc = fam.describe(task)
+        chain = _chain(desc)
         assert chain[-1] == desc["answer"]
-        chains.append(chain + [0] * (8 - len(chain)))
-    chains = torch.tensor(chains)
+        # the action is the digit added to the running value: "+ a" is a, "− a" is −a, "× m" prev·(m−1)
+        offsets.append([(b - a) % 10 for a, b in zip([desc["start"], *chain], chain)] + [0] * (8 - len(chain)))
+        values.append(chain + [0] * (8 - len(chain)))
+    offsets, values = torch.tensor(offsets), torch.tensor(values)
     for t in range(env.max_steps):
         active = env.active.clone()
-        _, oracle, _ = env.step(chains[:, t])
+        assert torch.equal(env.oracle_action()[active], offsets[active, t])
+        obs, oracle, info = env.step(offsets[:, t])
         assert (oracle[active] == 1).all()
+        assert torch.equal(info[active, 3], values[active, t])          # info speaks of the written value
+        assert torch.equal(obs[active, :10].argmax(1), values[active, t])   # so does the observation
     assert env.success.all() and not env.active.any()
 
 
@@ -300,14 +312,79 @@ def test_arithmetic_oracle_uses_own_previous_value():
     wrong = (start + a + 1) % 10
     env = fam.make_env([task], 1)
     env.reset()
-    _, oracle0, info0 = env.step(torch.tensor([wrong]))
+    _, oracle0, info0 = env.step(torch.tensor([(a + 1) % 10]))
     assert oracle0.tolist() == [-1]
     assert info0[0].tolist() == [0, 0, a, wrong, start]
-    assert env.oracle_action().tolist() == [(wrong + b) % 10]
-    _, oracle1, info1 = env.step(torch.tensor([(wrong + b) % 10]))
+    assert env.oracle_action().tolist() == [b]
+    _, oracle1, info1 = env.step(torch.tensor([b]))
     assert oracle1.tolist() == [1]              # right given what it wrote before …
     assert info1[0].tolist() == [1, 0, b, (wrong + b) % 10, wrong]
     assert not env.active.any() and not env.success.any()   # … but the chain's answer is wrong
+
+
+def test_arithmetic_success_needs_every_digit():
+    """A wrong digit followed by one that puts the chain back on the answer is a failure: judging
+    the last digit alone let a wrong chain succeed one time in ten."""
+    fam = load_family("arithmetic")
+    task = Task("arithmetic", {"ops": ["+", "+"]}, 11)
+    (a, b) = fam.describe(task)["operands"]
+    env = fam.make_env([task], 1)
+    env.reset()
+    env.step(torch.tensor([(a + 1) % 10]))
+    _, oracle, _ = env.step(torch.tensor([(b - 1) % 10]))     # ends on the answer, wrong on the way
+    assert oracle.tolist() == [-1] and not env.active.any()
+    assert not env.success.any()
+
+
+def test_arithmetic_observation_has_no_position():
+    """The same (running value, op, operand) looks the same at any step of any chain, so the policy
+    computes the digit instead of memorising a path per task."""
+    fam = load_family("arithmetic")
+    tasks = [t for t in _tasks(fam, np.linspace(0, 1, 200), seed=14) if len(t.params["ops"]) >= 2]
+    env = fam.make_env(tasks, 1)
+    seen = {}
+    obs = env.reset()
+    for t in range(env.max_steps):
+        active = env.active.clone()
+        for row, (o, act) in enumerate(zip(obs, active)):
+            if act:
+                key = tuple(o.nonzero().flatten().tolist())
+                seen.setdefault(key, set()).add((t, len(tasks[row].params["ops"])))
+        obs, *_ = env.step(env.oracle_action())
+    assert obs.shape[1] == fam.obs_dim == 33
+    assert max(len(v) for v in seen.values()) > 1 and all(len(k) == 2 for k in seen)
+
+
+def test_arithmetic_instance_per_rollout():
+    """Rollout r plays instance r of the task's seed: rollout 0 is the task's own instance (what
+    describe shows and held-out evaluation plays), the others are other numbers of the same shape
+    from the same half of the seed space — so a deterministic policy that knows only some digits
+    gets a mixed group, and acc measures the chain shape rather than one memorised instance."""
+    fam = load_family("arithmetic")
+    rollouts = 8
+    for held_out in (False, True):
+        for task in _tasks(fam, [0.3, 0.6], seed=15, held_out=held_out):
+            env = fam.make_env([task], rollouts)
+            obs = env.reset()
+            desc = fam.describe(task)
+            assert obs[0, :10].argmax().item() == desc["start"]
+            firsts = {tuple(o.nonzero().flatten().tolist()) for o in obs}
+            assert len(firsts) > 1                        # the rollouts do not share their numbers
+            again = fam.make_env([Task.from_json("arithmetic", task.to_json())], rollouts)
+            assert torch.equal(again.reset(), obs)        # … and depend on (params, seed) alone
+            for inst in fam.instances(task, rollouts)[1:]:
+                bit = zlib.crc32(f"{inst['start']}|{''.join(task.params['ops'])}|"
+                                 f"{','.join(map(str, inst['operands']))}".encode()) & 1
+                assert bit == int(held_out)               # training and held-out instances never mix
+    # a policy that always adds the operand knows "+" and nothing else: on chains mixing "+" with
+    # "−" its success depends on the numbers (a "− 0" or "− 5" is still right), not all-or-nothing
+    task = Task("arithmetic", {"ops": ["+", "-"]}, 16)
+    env = fam.make_env([task] * 8, rollouts)
+    obs = env.reset()
+    for _ in range(env.max_steps):
+        obs, *_ = env.step(obs[:, 10:30].argmax(1) % 10)     # units 10..29: "+ 0".."+ 9", "− 0".."− 9"
+    acc = env.success.view(8, rollouts).float().mean(1)
+    assert ((acc > 0) & (acc < 1)).any()
 
 
 def test_arithmetic_critic_and_mutation():

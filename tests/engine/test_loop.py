@@ -141,9 +141,9 @@ def test_policy_and_judge_train_only_on_groups_inside_their_bands(monkeypatch):
     counts = {"policy": [], "judge": []}
     real = trainer_mod.ppo_update
 
-    def spy(net, opt, logp, adv, settings, gen, name):
+    def spy(net, opt, logp, adv, settings, gen, name, **kw):
         counts[name].append(adv.shape[0])
-        return real(net, opt, logp, adv, settings, gen, name)
+        return real(net, opt, logp, adv, settings, gen, name, **kw)
 
     monkeypatch.setattr(trainer_mod, "ppo_update", spy)
     # with 4 rollouts a group's accuracy is a multiple of 1/4, never 0.3: both bands are empty
@@ -159,3 +159,31 @@ def test_policy_and_judge_train_only_on_groups_inside_their_bands(monkeypatch):
     for _ in range(3):
         tr.step()
     assert sum(counts["policy"]) > 0 and sum(counts["judge"]) > 0
+
+
+@pytest.mark.parametrize("family", family_names())
+def test_entropy_bonus_reaches_states_of_groups_without_advantage(family):
+    """policy.entropy_coef = 0 is the paper's loss: with both bands empty nothing trains the policy.
+    With a bonus, the same run raises the policy's entropy on the states it visited — the bonus does
+    not wait for a mixed group. The judge, with no samples and no bonus, stays as it was."""
+    empty = ("policy.band_low=0.3", "policy.band_high=0.31", "judge.band_low=0.3", "judge.band_high=0.31")
+    entropies = {}
+    for coef in (0.0, 1.0):
+        tr = Trainer(tiny(*empty, f"policy.entropy_coef={coef}", family=family), torch.device("cpu"))
+        judge0 = [p.detach().clone() for p in tr.judge.parameters()]
+        policy0 = [p.detach().clone() for p in tr.policy.parameters()]
+        tasks = [r.task for r in tr.pool.active]
+        roll = trainer_mod.collect(tr.policy, tr.family, tasks, 4, temperature=1.0, generator=None,
+                                   device=torch.device("cpu"))
+        states = roll.obs[:, :-1][roll.mask]
+        with torch.no_grad():
+            before = float(tr.policy.entropy(states).mean())
+        for _ in range(5):
+            tr.step()
+        with torch.no_grad():
+            entropies[coef] = (before, float(tr.policy.entropy(states).mean()))
+        assert all(torch.equal(a, b) for a, b in zip(judge0, tr.judge.parameters()))
+        moved = not all(torch.equal(a, b) for a, b in zip(policy0, tr.policy.parameters()))
+        assert moved == (coef > 0), coef
+    before, after = entropies[1.0]
+    assert after > before
