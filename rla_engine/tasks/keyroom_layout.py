@@ -22,7 +22,9 @@ MAX_DOORS = 2
 MASKS = 1 << MAX_DOORS          # every task's tables have this many key states
 STATES = MASKS * CELLS
 UNREACHABLE = grid_layout.UNREACHABLE
-_ATTEMPTS = 20
+_ATTEMPTS = 200           # draws; all but the first ten without interior walls, which always connect:
+                          # each then fails only on the hash bit (half the time)
+_WALLED = 10
 
 
 @dataclass(frozen=True)
@@ -86,13 +88,13 @@ def solve(nxt: np.ndarray, goal: int) -> np.ndarray:
 def make(size: int, doors: int, wall_density: float, rng: np.random.Generator, held_out: bool) -> KeyLayout:
     """Room walls with one door each, random interior walls (never beside a door, so a door is
     never walled in), key j and the start in their rooms, the goal in the last; redrawn until the
-    goal is reachable and the hash bit matches; the last attempts drop the interior walls."""
+    goal is reachable and the hash bit matches; the later attempts drop the interior walls."""
     xs = room_columns(size, doors)
     bounds = [-1, *xs, size]
     want = int(held_out)
     for attempt in range(_ATTEMPTS):
         walls = np.ones((FRAME, FRAME), bool)
-        inner = rng.random((size, size)) < (wall_density if attempt < _ATTEMPTS // 2 else 0.0)
+        inner = rng.random((size, size)) < (wall_density if attempt < _WALLED else 0.0)
         walls[1:size + 1, 1:size + 1] = inner
         door_cells = []
         for x in xs:

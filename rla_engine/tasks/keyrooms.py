@@ -190,7 +190,10 @@ class KeyroomsFamily(Family):
             return problem
         if not 0 <= task.seed < HELD_OUT_SEEDS[1]:
             return "seed outside the seed space"
-        lay = layout(task)
+        try:
+            lay = layout(task)
+        except RuntimeError as e:      # no layout found: a reason, not a crash of the run
+            return str(e)
         if _tables(task)["dist"][lay.start] >= kl.UNREACHABLE:
             return "goal not reachable from the start"
         return None

@@ -437,3 +437,10 @@ def test_keyrooms_compass_follows_key_door_goal_along_a_solution():
     assert keys == sorted(keys) and keys[-1] == 2
     desc = fam.describe(task)
     assert sum(row.count("D") for row in desc["walls"]) == 2 and sum(row.count("k") for row in desc["walls"]) == 2
+
+
+def test_keyrooms_finds_a_layout_where_the_first_placements_all_fail():
+    # this draw ran out of attempts when each wall draw had one placement: a run failed on it
+    from rla_engine.tasks import keyroom_layout as kl
+    lay = kl.make(13, 1, 0.14784496039356215, np.random.default_rng(1948324906), held_out=False)
+    assert kl.solve(kl.transitions(lay), lay.goal)[lay.start] < kl.UNREACHABLE
