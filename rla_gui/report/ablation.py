@@ -25,6 +25,7 @@ import pyqtgraph as pg
 from PySide6 import QtCore
 
 from rla_engine import metrics
+from rla_engine.ablation.arms import ARMS
 from rla_engine.store import StoreError, open_store
 
 from ..panel_spec import PALETTE
@@ -109,11 +110,13 @@ def _entry(label: str, colour: str, style: str) -> LegendEntry:
 
 def _with_legend(c: _Canvas) -> _Canvas:
     """These figures stand alone (docs/RESULTS.md), so their legend is drawn into the image."""
-    legend = c.plot.addLegend(offset=(10, 10), labelTextColor="#333333", brush=pg.mkBrush(255, 255, 255, 220))
+    # bottom right: the success curves rise away from it
+    legend = c.plot.addLegend(offset=(-10, -10), labelTextColor="#333333", brush=pg.mkBrush(255, 255, 255, 220))
     for e in c.legend:
         sample = (pg.ScatterPlotItem(size=6, brush=pg.mkBrush(e.colour), pen=None) if e.style == "marker"
                   else pg.PlotDataItem(pen=pg.mkPen(e.colour, width=2 * SCALE)))
         legend.addItem(sample, e.label)
+    legend.setColumnCount(2 if len(c.legend) > 4 else 1)     # low, under the curves
     return c
 
 
@@ -142,6 +145,8 @@ def group_figures(db: Path, group: str) -> tuple[Chart, Chart]:
             m = int(store.run_config(run["id"])["judge"]["m"])
             points += [(v[metrics.MU], v[metrics.PRECISION]) for v in cols.values()
                        if metrics.MU in v and metrics.PRECISION in v]
+    order = {arm: i for i, arm in enumerate(ARMS)}        # the table's order, unknown names last
+    arms = dict(sorted(arms.items(), key=lambda kv: (order.get(kv[0], len(order)), kv[0])))
     return curves_chart(arms), theory_chart(np.array(points, dtype=float).reshape(-1, 2), m)
 
 
