@@ -120,18 +120,23 @@ class EngineClient:
                 raise EngineError(f"engine did not start within {START_TIMEOUT_S:.0f} s", self.log_tail(run_id))
             await asyncio.sleep(POLL_S)
 
-    async def start(self, cfg: Config, *, preset: str | None = None, name: str | None = None,
-                    group: str | None = None) -> str:
-        """Validate, write the config next to the logs, spawn `rla run`; return the run id."""
-        validate(cfg)
-        run_id = new_run_id()
-        path = run_config_path(self.db_path, run_id)
+    def _write_config(self, name: str, cfg: Config, what: str) -> Path:
+        """The TOML an engine process is handed, next to the logs, readable by this user only."""
+        path = run_config_path(self.db_path, name)
         try:
             make_private_dir(path.parent)
             with open_private(path, "w") as f:
                 f.write(cfg.to_toml())
         except OSError as e:
-            raise EngineError(f"cannot write the run's config {path}: {e.strerror}") from None
+            raise EngineError(f"cannot write the {what}'s config {path}: {e.strerror}") from None
+        return path
+
+    async def start(self, cfg: Config, *, preset: str | None = None, name: str | None = None,
+                    group: str | None = None) -> str:
+        """Validate, write the config next to the logs, spawn `rla run`; return the run id."""
+        validate(cfg)
+        run_id = new_run_id()
+        path = self._write_config(run_id, cfg, "run")
         name = name or f"{preset or cfg.task.family} {time.strftime('%Y-%m-%d %H:%M')}"
         args = ["run", "--config", str(path), "--run-id", run_id, "--name", name]
         if preset:
@@ -148,13 +153,7 @@ class EngineClient:
         The group is new each time (a timestamp), so a console ablation never meets an old one."""
         validate(cfg)
         group = f"ablate-{preset or cfg.task.family}-{time.strftime('%Y%m%d-%H%M%S')}"
-        path = run_config_path(self.db_path, group)
-        try:
-            make_private_dir(path.parent)
-            with open_private(path, "w") as f:
-                f.write(cfg.to_toml())
-        except OSError as e:
-            raise EngineError(f"cannot write the ablation's config {path}: {e.strerror}") from None
+        path = self._write_config(group, cfg, "ablation")
         args = ["ablate", *(["--preset", preset] if preset else []), "--config", str(path),
                 "--seeds", ",".join(map(str, seeds)), "--budget", str(budget), "--arms", ",".join(arms),
                 "--group", group, "--jobs", str(jobs), "--out", str(logs_dir(self.db_path) / f"{group}.md")]

@@ -71,7 +71,6 @@ def _stream_bit(start: int, ops: list[str], operands: list[int]) -> int:
     return zlib.crc32(f"{start}|{''.join(ops)}|{','.join(map(str, operands))}".encode()) & 1
 
 
-
 def _rollout_seed(seed: int, r: int) -> int:
     """Seed of instance r of a task: r = 0 is the task's own; others stay in the seed's half, so
     training and held-out instances never mix."""
@@ -271,10 +270,6 @@ class ArithmeticFamily(Family):
                 new_ops = cand
                 break
         return Task(self.name, {"ops": new_ops}, fresh_seed(rng, task.seed))
-
-    def instances(self, task: Task, n: int) -> list[dict]:
-        """What rollouts 0..n−1 of the task play."""
-        return instances(task, n)
 
     def make_env(self, tasks: list[Task], rollouts: int, device: torch.device | str = "cpu") -> ArithmeticEnv:
         return ArithmeticEnv(tasks, rollouts, device)

@@ -30,7 +30,7 @@ import torch
 
 from . import grid_layout
 from .base import HELD_OUT_SEEDS, Family, Task, draw_seed, fresh_seed
-from .walk_env import WalkEnv
+from .walk_env import WalkEnv, budget_for
 
 SIZE_MIN, SIZE_MAX = 5, 15
 WALL_MAX = 0.3
@@ -39,10 +39,6 @@ FOCUS_PARAM = {"walls": "wall_density", "distance": "distance", "size": "size"}
 _R = 2                             # crop radius: 5×5 (7×7 gave the judge no better agreement and the policy less)
 _CROP = [(dy, dx) for dy in range(-_R, _R + 1) for dx in range(-_R, _R + 1) if (dy, dx) != (0, 0)]
 _PAD = grid_layout.FRAME + 2 * _R            # R more rings of wall so the crop never leaves the array
-
-
-def budget_for(shortest: int) -> int:
-    return math.ceil(1.5 * shortest) + 4
 
 
 

@@ -28,7 +28,7 @@ import torch
 from . import keyroom_layout as kl
 from .base import HELD_OUT_SEEDS, Family, Task, draw_seed, fresh_seed
 from .grid_layout import CELLS, FRAME
-from .walk_env import WalkEnv
+from .walk_env import WalkEnv, budget_for
 
 SIZE_MIN, SIZE_MAX = 5, 15
 WALL_MAX = 0.2
@@ -36,10 +36,6 @@ PARAMS = ("size", "doors", "wall_density")
 FOCUS_PARAM = {"walls": "wall_density", "doors": "doors", "size": "size"}
 _R = 2
 OBS_DIM = 3 * 24 + 17       # three channels of the 24-cell crop, then compass, keys, kind, visited
-
-
-def budget_for(shortest: int) -> int:
-    return math.ceil(1.5 * shortest) + 4
 
 
 def _norm(p: dict) -> dict[str, float]:

@@ -8,6 +8,8 @@ State rows: task t's states are rows t·S … t·S + S − 1, and a state's grid
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import torch
 
@@ -15,6 +17,11 @@ from .base import BatchEnv
 from .grid_layout import CELLS, OFFSETS
 
 STAY = 4      # table column that inactive episodes "take": no move, label +1, info 0
+
+
+def budget_for(shortest: int) -> int:
+    """A walker that wastes a third of its moves still arrives; a random one on a long path does not."""
+    return math.ceil(1.5 * shortest) + 4
 
 
 class WalkEnv(BatchEnv):

@@ -151,12 +151,18 @@ class RunFormPanel(QWidget):
     def _start(self) -> None:
         if not self.start_button.isEnabled():
             return  # Enter/Ctrl+Return on an invalid form: the marked field already says why
-        try:
-            cfg = validate_config(self.form.config())
-        except ConfigError as e:
-            self._show_error(str(e))
+        cfg = self._valid_config()
+        if cfg is None:
             return
         self.start_requested.emit(cfg, self.preset(), self.name_edit.text().strip())
+
+    def _valid_config(self) -> Config | None:
+        """The form's config, validated; None (and the error shown) when it is not valid."""
+        try:
+            return validate_config(self.form.config())
+        except ConfigError as e:
+            self._show_error(str(e))
+            return None
 
     def ask_ablation(self) -> AblationSpec | None:
         """The dialog's choices, None when cancelled (tests replace this method)."""
@@ -164,20 +170,16 @@ class RunFormPanel(QWidget):
         return dialog.spec() if dialog.exec() == AblationDialog.DialogCode.Accepted else None
 
     def _start_ablation(self) -> None:
-        try:
-            cfg = validate_config(self.form.config())
-        except ConfigError as e:
-            self._show_error(str(e))
+        cfg = self._valid_config()
+        if cfg is None:
             return
         spec = self.ask_ablation()
         if spec is not None:
             self.ablation_requested.emit(cfg, self.preset(), spec)
 
     def _save_file(self) -> None:
-        try:
-            cfg = validate_config(self.form.config())
-        except ConfigError as e:
-            self._show_error(str(e))
+        cfg = self._valid_config()
+        if cfg is None:
             return
         path, _ = QFileDialog.getSaveFileName(self, "Save configuration", "", TOML_FILTER)
         if not path:

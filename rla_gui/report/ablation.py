@@ -89,7 +89,7 @@ def theory_chart(points: np.ndarray, m: int, width: int = 820, height: int = 420
     if len(points):
         c.plot.addItem(pg.ScatterPlotItem(points[:, 0], points[:, 1], size=4, pen=None,
                                           brush=pg.mkBrush(31, 119, 180, 60)))
-        c.legend.append(_entry("𝒜 of one iteration", "#1f77b4", "marker"))
+        c.legend.append(LegendEntry("𝒜 of one iteration", "#1f77b4", "marker"))
     lo = min(0.5, float(points[:, 0].min())) if len(points) else 0.5
     hi = max(2.0, float(points[:, 0].max())) if len(points) else 2.0
     mu = np.linspace(lo, hi, 300)
@@ -102,10 +102,6 @@ def theory_chart(points: np.ndarray, m: int, width: int = 820, height: int = 420
     note = (f"{len(points)} iterations; 𝒜 ≥ bound in {above:.0%} of them." if len(points)
             else "No iteration of a full run had both outcomes.")
     return _with_legend(c).chart("ablation-theory", "Theorem 1: empirical precision against the bound", note=note)
-
-
-def _entry(label: str, colour: str, style: str) -> LegendEntry:
-    return LegendEntry(label, colour, style)
 
 
 def _with_legend(c: _Canvas) -> _Canvas:
