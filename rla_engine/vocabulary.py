@@ -39,6 +39,8 @@ class EventKind(StrEnum):
     kind (pause, resume, …, see CommandKind); one that was refused as `command_rejected`."""
     STARTED = "started"
     EPISODE = "episode"                          # one sampled trajectory with its verdicts
+    SAMPLES = "samples"                          # language-model runs: trajectories as text, variants
+    VARIANT_INVALID = "variant_invalid"          # an environment model's answer that failed validation
     VARIANT_ACCEPTED = "variant_accepted"        # the environment model's task entered the pool
     VARIANT_REJECTED = "variant_rejected"
     PAUSE = CommandKind.PAUSE.value
@@ -124,3 +126,39 @@ class TaskRow(TypedDict):
     critic_json: str | None
     created_iteration: int
     decided_iteration: int | None
+
+
+# -- the payload of a `samples` event (language-model runs; the console's Samples panel) --------
+class SampleStep(TypedDict):
+    text: str                    # the policy's tokens of this step, decoded
+    verdicts: list[int]          # the judge's m verdicts (+1, −1, 0 = unreadable)
+    reasoning: list[str]         # the judge's m outputs, reasoning and boxed verdict
+    oracle: int                  # +1 / −1, 0 where the family has no oracle (diagnostics only)
+
+
+class SampleTurn(TypedDict):
+    steps: list[SampleStep]      # one, or one per line for a family whose lines are steps
+    observation: str             # what the environment answered
+
+
+class SampleTrajectory(TypedDict):
+    slot: int
+    task: str                    # the task in words
+    success: bool
+    turns: list[SampleTurn]
+
+
+class SampleVariant(TypedDict):
+    slot: int
+    direction: str               # harder | easier
+    outcome: str                 # proposed (valid, pending) | invalid | accepted | rejected
+    critic: Any                  # what the environment model was told (structured + the judge's text)
+    task: str                    # the variant in words ("" when invalid)
+    answer: str                  # the environment model's raw answer
+    reason: str | None           # why it was invalid or rejected
+
+
+class SamplesPayload(TypedDict):
+    family: str
+    trajectories: list[SampleTrajectory]
+    variants: list[SampleVariant]    # this iteration's proposals and decisions
