@@ -17,9 +17,7 @@ from pathlib import Path
 import torch
 
 from rla_engine.config import build
-from rla_engine.loop.rollout import collect
 from rla_engine.loop.trainer import Trainer
-from rla_engine.models.networks import judge_input
 from rla_engine.runner import Runner
 from rla_engine.store import open_store
 
@@ -31,10 +29,8 @@ def rollout_throughput(tr: Trainer, repeats: int) -> tuple[float, float]:
     for _ in range(repeats):
         slots = tr.pool.sample_slots(cfg.rollout.tasks_per_iter, tr.rng)
         tasks = [tr.pool.active[s].task for s in slots]
-        roll = collect(tr.policy, tr.family, tasks, cfg.rollout.rollouts_per_task,
-                       temperature=cfg.rollout.temperature, generator=tr.gen, device=tr.device)
-        x = judge_input(roll.obs[:, :-1], roll.obs[:, 1:], roll.actions, tr.family.n_actions)
-        tr._judge(x, roll.mask)
+        roll = tr.backend.collect(tasks, cfg.rollout.rollouts_per_task)
+        tr.backend.judge(roll, cfg.judge.m)
         steps += roll.env_steps
     wall = time.perf_counter() - t0
     return steps / wall, steps / repeats

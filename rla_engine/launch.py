@@ -50,13 +50,35 @@ def checkpoint_folder(store: Store, run_id: str) -> Path:
     return folder
 
 
+def check_models(cfg: Config) -> None:
+    """A language-model run's model paths exist and are readable, checked before anything is
+    created (exit code 2, naming the field); an embedded run has none."""
+    from .tasks import family_kind
+    if family_kind(cfg.task.family) != "text":
+        return
+    from .llm.sources import check_source
+    roles = [("policy.model_path", cfg.policy.model_path), ("judge.model_path", cfg.judge.model_path)]
+    if cfg.env.strategy == "rlanything" and cfg.env.proposer != "procedural":
+        roles.append(("env.model_path", cfg.env.model_path))
+    for key, path in roles:
+        reason = check_source(path) if path else None
+        if reason is not None:
+            raise InputError(f"invalid config: {key} = {path!r}: {reason}")
+
+
+def _trainer(cfg: Config, device):
+    from .loop.trainer import Trainer
+    return Trainer(cfg, device)
+
+
 def start_run(db_path: Path, run_id: str, cfg: Config, *, name: str | None = None, preset: str | None = None,
               config_file: str | None = None, group: str | None = None,
               out: Callable[[str], None] = _say) -> int:
     """Create run `run_id` from `cfg` and train it to `cfg.run.iterations`; return the exit code.
     The preset or config file names the run when `name` is not given, and is recorded with it."""
     from . import checkpoint
-    from .loop.trainer import Trainer, resolve_device   # torch from here on
+    from .loop.trainer import resolve_device   # torch from here on
+    check_models(cfg)
     try:
         device = resolve_device(cfg.run.device)
     except RuntimeError as e:
@@ -67,7 +89,7 @@ def start_run(db_path: Path, run_id: str, cfg: Config, *, name: str | None = Non
     folder = checkpoint_folder(store, run_id)
     label = preset or (Path(config_file).stem if config_file else cfg.task.family)
     name = name or f"{label} {time.strftime('%Y-%m-%d %H:%M')}"
-    trainer = Trainer(cfg, device)
+    trainer = _trainer(cfg, device)
     # The starting state is checkpointed before the run row exists, so that every run a user can
     # see can be resumed, even one killed before its first iteration.
     checkpoint.save(folder, 0, trainer.state_dict(), cfg.run.keep_checkpoints)
@@ -100,8 +122,9 @@ def resume_run(db_path: Path, run_id: str, *, iterations: int | None = None, dev
     store = _open_for_engine(db_path, create=False)
     cfg = _resumable(store, run_id, iterations)
     from . import checkpoint
-    from .loop.trainer import Trainer, resolve_device
+    from .loop.trainer import resolve_device
     from .paths import checkpoints_dir, owned_by
+    check_models(cfg)
     folder = checkpoints_dir(store.path, run_id)
     if not owned_by(folder, store.path):
         raise InputError(f"the checkpoints of run {run_id} in {folder} belong to another database "
@@ -117,7 +140,7 @@ def resume_run(db_path: Path, run_id: str, *, iterations: int | None = None, dev
         path, state, skipped = checkpoint.newest_good(folder, where)
     except checkpoint.CheckpointError as e:
         raise InputError(f"run {run_id} cannot be resumed: {e}") from None
-    trainer = Trainer(cfg, where)
+    trainer = _trainer(cfg, where)
     try:
         trainer.load_state_dict(state)
     except (RuntimeError, KeyError, ValueError, TypeError) as e:

@@ -28,6 +28,7 @@ ACCEPTED = "env/accepted"
 REJECTED = "env/rejected"
 PENDING = "env/pending"
 IN_BAND = "env/in_band"
+INVALID = "env/invalid"       # language-model environment models only: answers that failed validation
 
 LOSS_POLICY = "loss/policy"
 LOSS_JUDGE = "loss/judge"
@@ -45,8 +46,19 @@ def eval_tier_key(d: float) -> str:
     return f"{EVAL_TIER_PREFIX}{float(d):g}"
 
 
+def eval_set_key(name: str) -> str:
+    """`eval/success@0.5` for a tier's set, `eval/success@<name>` for a named one."""
+    return f"{EVAL_TIER_PREFIX}{name}"
+
+
 def tier_of(key: str) -> float | None:
-    return float(key[len(EVAL_TIER_PREFIX):]) if key.startswith(EVAL_TIER_PREFIX) else None
+    """The tier of an eval key; None for other keys and for a named set's."""
+    if not key.startswith(EVAL_TIER_PREFIX):
+        return None
+    try:
+        return float(key[len(EVAL_TIER_PREFIX):])
+    except ValueError:
+        return None
 
 
 ALL_FIXED = (SUCCESS, REWARD, STEP_REWARD, EPISODE_LENGTH, EVAL_SUCCESS, OUTCOME_AGREEMENT,

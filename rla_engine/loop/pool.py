@@ -11,7 +11,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from .. import rewards
-from ..tasks.base import Family, Task
+from ..tasks.base import Task
 from ..vocabulary import TaskStatus
 
 
@@ -21,7 +21,7 @@ class TaskRecord:
     slot: int
     version: int
     task: Task
-    difficulty: float
+    difficulty: float | None        # None: the family has no parametric difficulty
     status: str                     # active | retired | pending | rejected | dropped
     created_iteration: int
     last_acc: float | None = None
@@ -60,18 +60,21 @@ class Decision:
 
 
 class TaskPool:
-    def __init__(self, family: Family, low: float = 0.2, high: float = 0.8, tries: int = 3):
+    def __init__(self, family, low: float = 0.2, high: float = 0.8, tries: int = 3):
         self.family, self.low, self.high, self.tries = family, low, high, tries
         self.active: list[TaskRecord] = []
         self.pending: dict[int, TaskRecord] = {}
         self.override: float | None = None
+        # per slot, the task it was last given from outside the environment model (the initial
+        # pool, an override, a uniform refresh): a language model's rewrites stay anchored to it
+        self.roots: list[Task] = []
         self._next_uid = 0
         self._dirty: dict[int, TaskRecord] = {}
 
     # -- building --------------------------------------------------------------------------
     def _new_record(self, slot: int, version: int, task: Task, status: str, iteration: int, **kw) -> TaskRecord:
-        rec = TaskRecord(self._next_uid, slot, version, task, float(self.family.difficulty(task.params)),
-                         status, iteration, **kw)
+        d = self.family.difficulty(task.params)
+        rec = TaskRecord(self._next_uid, slot, version, task, None if d is None else float(d), status, iteration, **kw)
         self._next_uid += 1
         self._dirty[rec.uid] = rec
         return rec
@@ -81,6 +84,7 @@ class TaskPool:
         targets = np.linspace(low, high, size) if size > 1 else np.array([(low + high) / 2])
         self.active = [self._new_record(slot, 0, self.family.sample(float(d), rng), TaskStatus.ACTIVE.value, 0)
                        for slot, d in enumerate(targets)]
+        self.roots = [r.task for r in self.active]
 
     # -- sampling ----------------------------------------------------------------------------
     def free_slots(self) -> list[int]:
@@ -101,6 +105,7 @@ class TaskPool:
             self._replace_active(slot, self.family.sample(d, rng), iteration)
 
     def _replace_active(self, slot: int, task: Task, iteration: int) -> None:
+        self.roots[slot] = task
         old = self.active[slot]
         old.status, old.decided_iteration = TaskStatus.RETIRED.value, iteration
         self._dirty[old.uid] = old
@@ -130,21 +135,21 @@ class TaskPool:
         self._dirty[cand.uid] = cand
         return Decision(slot, accepted, cand)
 
-    def request(self, slot: int, acc: float, critic: dict, iteration: int,
-                rng: np.random.Generator) -> TaskRecord | None:
-        """Ask the environment model for a variant if acc triggers; the first valid one is pending."""
+    def wants_variant(self, slot: int, acc: float) -> str | None:
+        """The direction of the variant to ask for (SPEC §5), or None: no trigger, an override in
+        force, or a candidate already pending."""
         direction = rewards.adaptation_direction(acc, self.low, self.high)
         if direction is None or self.override is not None or slot in self.pending:
             return None
-        current = self.active[slot]
-        for _ in range(self.tries):
-            variant = self.family.mutate(current.task, direction, critic, rng)
-            if self.family.validate(variant) is None:
-                rec = self._new_record(slot, current.version + 1, variant, TaskStatus.PENDING.value, iteration,
-                                       direction=direction, prev_acc=float(acc), critic=critic)
-                self.pending[slot] = rec
-                return rec
-        return None
+        return direction
+
+    def add_pending(self, slot: int, variant: Task, direction: str, acc: float, critic: dict,
+                    iteration: int) -> TaskRecord:
+        """The environment model's valid variant becomes the slot's pending candidate."""
+        rec = self._new_record(slot, self.active[slot].version + 1, variant, TaskStatus.PENDING.value, iteration,
+                               direction=direction, prev_acc=float(acc), critic=critic)
+        self.pending[slot] = rec
+        return rec
 
     # -- manual override -----------------------------------------------------------------------
     def set_override(self, d: float | None, iteration: int, rng: np.random.Generator) -> None:
@@ -162,7 +167,8 @@ class TaskPool:
 
     # -- views ---------------------------------------------------------------------------------
     def difficulties(self) -> np.ndarray:
-        return np.array([r.difficulty for r in self.active])
+        """The active tasks' difficulties (empty when the family has none)."""
+        return np.array([r.difficulty for r in self.active if r.difficulty is not None])
 
     def take_dirty_rows(self) -> list[dict]:
         rows = [r.row() for r in self._dirty.values()]
@@ -175,6 +181,7 @@ class TaskPool:
     def state_dict(self) -> str:
         return json.dumps({"active": [r.to_state() for r in self.active],
                            "pending": [r.to_state() for r in self.pending.values()],
+                           "roots": [t.to_json() for t in self.roots],
                            "override": self.override, "next_uid": self._next_uid})
 
     def load_state_dict(self, state: str) -> None:
@@ -182,5 +189,8 @@ class TaskPool:
         name = self.family.name
         self.active = [TaskRecord.from_state(name, d) for d in s["active"]]
         self.pending = {r.slot: r for r in (TaskRecord.from_state(name, d) for d in s["pending"])}
+        # a checkpoint written before roots were kept: each slot's current task stands for its root
+        self.roots = ([Task.from_json(name, t) for t in s["roots"]] if "roots" in s
+                      else [r.task for r in self.active])
         self.override, self._next_uid = s["override"], s["next_uid"]
         self._dirty.clear()

@@ -25,6 +25,7 @@ class PPOSettings:
     kl_beta: float
     entropy_coef: float = 0.0     # policy.entropy_coef; the judge's loss has none
     max_grad_norm: float = 1.0
+    micro_batch_size: int = 0     # > 0: gradients accumulated over micro-batches of this many samples
 
 
 @dataclass
@@ -34,40 +35,49 @@ class PPOStats:
     samples: int = 0
 
 
-def ppo_update(net: nn.Module, optimizer: torch.optim.Optimizer, log_prob: Callable[[torch.Tensor], torch.Tensor],
+# `log_prob(idx)` gives either one log-probability per sample [n] (an action, a verdict), or, for
+# a language model, the log-probabilities of each sample's tokens with their mask ([n, L], [n, L],
+# L the same for every call of one update).
+LogProbs = torch.Tensor | tuple[torch.Tensor, torch.Tensor]
+
+
+def ppo_update(net: nn.Module, optimizer: torch.optim.Optimizer, log_prob: Callable[[torch.Tensor], LogProbs],
                advantages: torch.Tensor, settings: PPOSettings, generator: torch.Generator,
                name: str, entropy: Callable[[], torch.Tensor] | None = None) -> PPOStats:
-    """`log_prob(idx)` gives the current log-probabilities of samples idx; `log π_old` is taken once,
-    before the first pass, and is also the KL reference. `entropy()` (with settings.entropy_coef > 0)
-    gives per-state entropies over every visited state; each minibatch step subtracts
-    entropy_coef × their mean, and with no samples each epoch still makes one entropy-only step."""
+    """PPO-clip + k3 KL (SPEC §3). `log π_old` is taken once, before the first pass, and is also the
+    KL reference. Token-level samples: ratio and KL per token, averaged over the sample's tokens,
+    then over samples. `entropy()` (with settings.entropy_coef > 0) gives per-state entropies over
+    every visited state; each minibatch step subtracts entropy_coef × their mean, and with no
+    samples each epoch still makes one entropy-only step."""
     n = advantages.shape[0]
     bonus = entropy if entropy is not None and settings.entropy_coef > 0 else None
     if n == 0:
         if bonus is not None:
             for _ in range(settings.epochs):
-                _descend(net, optimizer, -settings.entropy_coef * bonus().mean(), settings, name)
+                optimizer.zero_grad(set_to_none=True)
+                _backward(-settings.entropy_coef * bonus().mean(), name)
+                _step(net, optimizer, settings, name)
         return PPOStats()
+    chunk = settings.micro_batch_size or max(settings.minibatch_size, 4096)
     with torch.no_grad():
-        old = torch.cat([log_prob(idx) for idx in torch.arange(n, device=advantages.device)
-                         .split(max(settings.minibatch_size, 4096))])
+        parts = [log_prob(idx) for idx in torch.arange(n, device=advantages.device).split(chunk)]
+    old = torch.cat([p[0] if isinstance(p, tuple) else p for p in parts])
     total_loss = total_kl = 0.0
     batches = 0
     for _ in range(settings.epochs):
         perm = torch.randperm(n, generator=generator, device=generator.device).to(advantages.device)
         for idx in perm.split(settings.minibatch_size):
-            new = log_prob(idx)
-            d = new - old[idx]
-            ratio = torch.exp(d)
-            adv = advantages[idx]
-            surrogate = torch.min(ratio * adv, ratio.clamp(1 - settings.clip_eps, 1 + settings.clip_eps) * adv)
-            kl = (torch.exp(-d) - 1 + d).mean()
-            loss = -surrogate.mean() + settings.kl_beta * kl
-            if bonus is not None:
-                loss = loss - settings.entropy_coef * bonus().mean()
-            _descend(net, optimizer, loss, settings, name)
-            total_loss += float(loss.detach())
-            total_kl += float(kl.detach())
+            optimizer.zero_grad(set_to_none=True)
+            micros = idx.split(settings.micro_batch_size) if settings.micro_batch_size else (idx,)
+            for k, micro in enumerate(micros):
+                surrogate, kl = _terms(log_prob(micro), old[micro], advantages[micro], settings.clip_eps)
+                loss = (-surrogate + settings.kl_beta * kl) * (len(micro) / len(idx))
+                if bonus is not None and k == len(micros) - 1:
+                    loss = loss - settings.entropy_coef * bonus().mean()
+                _backward(loss, name)
+                total_loss += float(loss.detach())
+                total_kl += float(kl.detach()) * (len(micro) / len(idx))
+            _step(net, optimizer, settings, name)
             batches += 1
     stats = PPOStats(total_loss / batches, total_kl / batches, n)
     for label, v in ((f"loss/{name}", stats.loss), ("loss/kl", stats.kl)):
@@ -76,14 +86,34 @@ def ppo_update(net: nn.Module, optimizer: torch.optim.Optimizer, log_prob: Calla
     return stats
 
 
-def _descend(net: nn.Module, optimizer: torch.optim.Optimizer, loss: torch.Tensor, settings: PPOSettings,
-             name: str) -> None:
-    """One clipped optimiser step on `loss`, refusing to spread a non-finite loss or gradient."""
+def _terms(new: LogProbs, old: torch.Tensor, adv: torch.Tensor, clip_eps: float) -> tuple[torch.Tensor, torch.Tensor]:
+    """Mean clipped surrogate and mean k3 KL over the samples (per token first, for token samples)."""
+    mask = None
+    if isinstance(new, tuple):
+        new, mask = new
+        adv = adv.unsqueeze(-1)
+    d = new - old
+    ratio = torch.exp(d)
+    surrogate = torch.min(ratio * adv, ratio.clamp(1 - clip_eps, 1 + clip_eps) * adv)
+    kl = torch.exp(-d) - 1 + d
+    if mask is not None:
+        m = mask.to(surrogate.dtype)
+        tokens = m.sum(-1).clamp(min=1)
+        surrogate, kl = (surrogate * m).sum(-1) / tokens, (kl * m).sum(-1) / tokens
+    return surrogate.mean(), kl.mean()
+
+
+def _backward(loss: torch.Tensor, name: str) -> None:
+    """Accumulate the gradient of `loss`, refusing a non-finite loss before it can spread."""
     if not torch.isfinite(loss):
         raise NonFiniteError(f"loss/{name}", float(loss.detach()))
-    optimizer.zero_grad(set_to_none=True)
     loss.backward()
-    grad_norm = nn.utils.clip_grad_norm_(net.parameters(), settings.max_grad_norm)
+
+
+def _step(net: nn.Module, optimizer: torch.optim.Optimizer, settings: PPOSettings, name: str) -> None:
+    """One optimiser step on the accumulated gradient, clipped; a non-finite gradient stops it."""
+    params = [p for p in net.parameters() if p.requires_grad]
+    grad_norm = nn.utils.clip_grad_norm_(params, settings.max_grad_norm)
     if not torch.isfinite(grad_norm):
         raise NonFiniteError(f"gradient norm of the {name}", float(grad_norm))
     optimizer.step()

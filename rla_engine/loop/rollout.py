@@ -7,35 +7,15 @@ import torch
 
 from ..models.networks import PolicyNet
 from ..tasks.base import Family, Task
+from .backend import Episodes
 
 
 @dataclass
-class Rollout:
-    """Padded trajectories of G groups × R rollouts (B = G·R episodes, T steps at most)."""
-    groups: int
-    rollouts: int
+class Rollout(Episodes):
+    """The embedded backend's episodes: observation vectors and action indices beside the steps."""
     obs: torch.Tensor        # [B, T+1, D] observation before step t is obs[:, t], after it obs[:, t+1]
     actions: torch.Tensor    # [B, T] long
-    mask: torch.Tensor       # [B, T] bool: step t really happened
-    oracle: torch.Tensor     # [B, T] int8 — diagnostics only, never shown to a learner
     info: torch.Tensor       # [B, T, I] int32 — for the environment model's critic
-    success: torch.Tensor    # [B] bool
-
-    @property
-    def lengths(self) -> torch.Tensor:
-        return self.mask.sum(1)
-
-    @property
-    def outcome(self) -> torch.Tensor:
-        """O ∈ {+1, −1} per episode (float)."""
-        return self.success.float() * 2 - 1
-
-    @property
-    def env_steps(self) -> int:
-        return int(self.mask.sum())
-
-    def group_acc(self) -> torch.Tensor:
-        return self.success.view(self.groups, self.rollouts).float().mean(1)
 
     def then(self, more: Rollout) -> Rollout:
         """This batch followed by `more` (same rollouts per group), padded to the longer one."""
@@ -48,10 +28,10 @@ class Rollout:
             return torch.cat([x, x.new_zeros((x.shape[0], extra, *x.shape[2:]))], 1)
 
         both = lambda a, b, steps=t: torch.cat([pad(a, steps), pad(b, steps)])   # noqa: E731
-        return Rollout(self.groups + more.groups, self.rollouts, both(self.obs, more.obs, t + 1),
-                       both(self.actions, more.actions), both(self.mask, more.mask),
-                       both(self.oracle, more.oracle), both(self.info, more.info),
-                       torch.cat([self.success, more.success]))
+        return Rollout(self.groups + more.groups, self.rollouts, mask=both(self.mask, more.mask),
+                       oracle=both(self.oracle, more.oracle), success=torch.cat([self.success, more.success]),
+                       obs=both(self.obs, more.obs, t + 1), actions=both(self.actions, more.actions),
+                       info=both(self.info, more.info))
 
 
 def sample_actions(logits: torch.Tensor, temperature: float, generator: torch.Generator | None) -> torch.Tensor:
@@ -80,6 +60,6 @@ def collect(policy: PolicyNet, family: Family, tasks: list[Task], rollouts: int,
         infos.append(info)
     if not actions:
         raise RuntimeError(f"{family.name}: every episode was over before its first step")
-    return Rollout(len(tasks), rollouts, torch.stack(obs_seq, 1), torch.stack(actions, 1),
-                   torch.stack(masks, 1), torch.stack(oracles, 1), torch.stack(infos, 1),
-                   env.success.clone())
+    return Rollout(len(tasks), rollouts, mask=torch.stack(masks, 1), oracle=torch.stack(oracles, 1),
+                   success=env.success.clone(), obs=torch.stack(obs_seq, 1), actions=torch.stack(actions, 1),
+                   info=torch.stack(infos, 1))

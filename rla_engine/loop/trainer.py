@@ -10,22 +10,20 @@ import numpy as np
 import torch
 
 from .. import metrics
-from .. import rewards
 from ..config import Config
-from ..models.networks import JudgeNet, PolicyNet, judge_input
 from ..tasks import load_family
+from ..tasks.task import Task
 from ..vocabulary import EventKind
-from ..tasks.base import Task
 from . import curriculum
 from .advantages import judge_rewards, normalize_per_step, outcome_balanced_weights, step_rewards
-from .evaluation import evaluate, held_out_suite
+from .backend import Episodes, Judgement, Proposal, VariantRequest, make_backend
+from .evaluation import held_out_suite
 from .gate import MuGate
 from .measures import balance_mu, judge_measures, policy_measures
 from .pool import TaskPool
-from .ppo import PPOSettings, ppo_update
-from .rollout import Rollout, collect
 
 MAX_CRITIC_STEPS = 64
+MAX_CRITIC_NOTES = 4      # steps told in words to a language-model environment model
 
 
 @dataclass
@@ -52,16 +50,13 @@ class Trainer:
         self.cfg, self.device = cfg, device
         self.family = load_family(cfg.task.family)
         seed = cfg.run.seed
-        if device.type == "cpu":
+        if device.type == "cpu" and self.family.kind == "tensor":
             # The embedded networks are small: one intra-op thread is ~2.5x faster than two on a
             # 2-core machine (no spin-waiting) and keeps float reductions in a fixed order.
             torch.set_num_threads(1)
         torch.manual_seed(seed)   # network initialisation
-        self.policy = PolicyNet(self.family.obs_dim, self.family.n_actions, cfg.policy.hidden).to(device)
-        self.judge = JudgeNet(self.family.obs_dim, self.family.n_actions, cfg.judge.hidden).to(device)
-        self.policy_opt = torch.optim.AdamW(self.policy.parameters(), lr=cfg.policy.lr)
-        self.judge_opt = torch.optim.AdamW(self.judge.parameters(), lr=cfg.judge.lr)
         self.gen = torch.Generator(device=device).manual_seed(seed)
+        self.backend = make_backend(cfg, self.family, device, self.gen)
         self.rng = np.random.default_rng(seed)
         self.pool = TaskPool(self.family, cfg.env.low, cfg.env.high, cfg.env.tries)
         self.pool.fill(cfg.task.pool_size, cfg.task.dataset_low, cfg.task.dataset_high, self.rng)
@@ -69,8 +64,6 @@ class Trainer:
         self.iteration = 0
         self.env_steps = 0
         p = cfg.policy
-        self.ppo = PPOSettings(p.ppo_epochs, p.minibatch_size, p.clip_eps, p.kl_beta, p.entropy_coef)
-        self.judge_ppo = PPOSettings(p.ppo_epochs, p.minibatch_size, p.clip_eps, p.kl_beta)
         self.gate = MuGate(p.mu_target, p.mu_ema) if p.mu_gate else None
 
     # -- one iteration ---------------------------------------------------------------------
@@ -82,8 +75,8 @@ class Trainer:
         sampled, cands, tasks, roll = self._roll_out(it)
         final = final or self._spends_budget(roll.env_steps)
         t1 = clock()
-        x = judge_input(roll.obs[:, :-1], roll.obs[:, 1:], roll.actions, self.family.n_actions)
-        verdicts = self._judge(x, roll.mask)
+        judgement = self.backend.judge(roll, cfg.judge.m)
+        verdicts = judgement.verdicts
         t2 = clock()
 
         acc = roll.group_acc().cpu().tolist()
@@ -114,41 +107,38 @@ class Trainer:
         jud_groups = trained & (acc_t >= cfg.judge.band_low) & (acc_t <= cfg.judge.band_high)
         t3 = clock()
 
-        self.policy.train()
         pol_sel = roll.mask & per_ep(pol_groups).unsqueeze(1) & (adv != 0)
-        obs, actions, pol_adv = roll.obs[:, :-1][pol_sel], roll.actions[pol_sel], adv[pol_sel]
-        temp = cfg.rollout.temperature
         # the entropy bonus's states: every step rolled out but rejected candidates' (taken only when used)
-        visited = roll.obs[:, :-1][roll.mask & per_ep(keep).unsqueeze(1)] if cfg.policy.entropy_coef > 0 else None
-        pol_stats = ppo_update(self.policy, self.policy_opt,
-                               lambda i: self.policy.log_prob(obs[i], actions[i], temp),
-                               pol_adv, self.ppo, self.gen, "policy",
-                               entropy=None if visited is None else lambda: self.policy.entropy(visited, temp))
+        visited = roll.mask & per_ep(keep).unsqueeze(1) if cfg.policy.entropy_coef > 0 else None
+        pol_stats = self.backend.update_policy(roll, pol_sel, adv[pol_sel], visited)
         jud_stats = None
         if cfg.judge.train:
             jsel = (roll.mask & per_ep(jud_groups).unsqueeze(1)).unsqueeze(-1) & (jr != 0)
             b, t, j = jsel.nonzero(as_tuple=True)
-            jx, jv, jadv = x[b, t], verdicts[b, t, j], jr[b, t, j]
+            jadv = jr[b, t, j]
             if cfg.judge.weighting == "balanced":
                 jadv = jadv * outcome_balanced_weights(roll.success[b])
-            jtemp = cfg.judge.temperature
-            jud_stats = ppo_update(self.judge, self.judge_opt, lambda i: self.judge.log_prob(jx[i], jv[i], jtemp),
-                                   jadv, self.judge_ppo, self.gen, "judge")
+            jud_stats = self.backend.update_judge(roll, judgement, (b, t, j), jadv)
         t4 = clock()
 
+        proposals: list[tuple[VariantRequest, Proposal]] = []
         if cfg.env.strategy == "rlanything":
-            self._adapt(sampled, acc, roll, verdicts, it)
+            proposals = self._adapt(sampled, acc, roll, judgement, it)
+            events += [(EventKind.VARIANT_INVALID, {"slot": r.slot, "direction": r.direction, "answer": answer,
+                                                    "reason": reason})
+                       for r, p in proposals for answer, reason in p.invalid]
         t5 = clock()
         values: dict[str, float] = {}
         if it % cfg.eval.every == 0 or final:
-            self.policy.eval()
-            values.update(evaluate(self.policy, self.family, self.suite, self.device))
+            values.update(self._evaluate())
         t6 = clock()
 
         self.iteration = it
         self.env_steps += roll.env_steps
         values.update(self._measure(roll, verdicts, R, acc, keep, n_s, decisions, pol_stats, jud_stats, lam))
-        events.append((EventKind.EPISODE, self._episode(tasks[0], sampled[0] if sampled else cands[0], roll, verdicts)))
+        if self.family.kind == "text":
+            values[metrics.INVALID] = float(sum(len(p.invalid) for _, p in proposals))
+        events += self.backend.episode_events(roll, judgement, tasks, sampled + cands, proposals, decisions)
         wall = clock() - t0
         values[metrics.ITERATION_S] = wall
         values[metrics.ENV_STEPS_PER_S] = roll.env_steps / wall
@@ -157,7 +147,7 @@ class Trainer:
         return IterationResult(it, values, events, pool.take_dirty_rows(), self.env_steps, wall, timings)
 
     # -- the env.strategy's tasks, rolled out ------------------------------------------------
-    def _roll_out(self, it: int) -> tuple[list[int], list[int], list[Task], Rollout]:
+    def _roll_out(self, it: int) -> tuple[list[int], list[int], list[Task], Episodes]:
         """The sampled slots, the pending candidates, their tasks in rollout order, and the rollouts.
         DAPO draws further slots until enough groups are mixed or the pool is used up; it never
         adapts, so no candidate follows the sampled groups."""
@@ -172,7 +162,7 @@ class Trainer:
                 more = sorted(int(s) for s in self.rng.choice(left, size=min(k, len(left)), replace=False))
                 left = [s for s in left if s not in more]
                 more_tasks = [pool.active[s].task for s in more]
-                roll = roll.then(self._collect(more_tasks))
+                roll = self.backend.then(roll, self._collect(more_tasks))
                 sampled, tasks = sampled + more, tasks + more_tasks
         pool.note_drawn(sampled, it)
         return sampled, cands, tasks, roll
@@ -190,10 +180,19 @@ class Trainer:
             pool.refresh(slots, curriculum.uniform_difficulties(len(slots), self.rng), it, self.rng)
         return slots
 
-    def _collect(self, tasks: list[Task]) -> Rollout:
-        self.policy.eval()
-        return collect(self.policy, self.family, tasks, self.cfg.rollout.rollouts_per_task,
-                       temperature=self.cfg.rollout.temperature, generator=self.gen, device=self.device)
+    def _collect(self, tasks: list[Task]) -> Episodes:
+        return self.backend.collect(tasks, self.cfg.rollout.rollouts_per_task)
+
+    def _evaluate(self) -> dict[str, float]:
+        """Greedy held-out success per set (SPEC §7), and their mean."""
+        tasks = [t for s in self.suite for t in s.tasks]
+        success = self.backend.collect(tasks, 1, greedy=True).success.float().cpu()
+        out, start = {}, 0
+        for s in self.suite:
+            out[metrics.eval_set_key(s.name)] = float(success[start:start + len(s.tasks)].mean())
+            start += len(s.tasks)
+        out[metrics.EVAL_SUCCESS] = float(np.mean([out[metrics.eval_set_key(s.name)] for s in self.suite]))
+        return out
 
     def _spends_budget(self, steps: int) -> bool:
         budget = self.cfg.run.env_step_budget
@@ -202,43 +201,41 @@ class Trainer:
     def budget_spent(self) -> bool:
         return self._spends_budget(0)
 
-    def _lambda(self, verdicts: torch.Tensor, roll: Rollout, ep_keep: torch.Tensor) -> float:
+    def _lambda(self, verdicts: torch.Tensor, roll: Episodes, ep_keep: torch.Tensor) -> float:
         """λ in force this iteration: the configured one, scaled by the μ gate when it is on."""
         if self.gate is None:
             return self.cfg.policy.lam
         self.gate.update(balance_mu(verdicts[ep_keep], roll.mask[ep_keep], roll.outcome[ep_keep]))
         return self.cfg.policy.lam * self.gate.scale()
 
-    @torch.inference_mode()
-    def _judge(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-        """m verdicts for every real step [B, T, m]; padding steps get 0 (never used)."""
-        self.judge.eval()
-        m = self.cfg.judge.m
-        out = torch.zeros((*mask.shape, m), dtype=torch.int8, device=x.device)
-        out[mask] = self.judge.sample(x[mask], m, self.cfg.judge.temperature, self.gen)
-        return out
-
-    def _adapt(self, sampled: list[int], acc: list[float], roll: Rollout, verdicts: torch.Tensor, it: int) -> int:
+    def _adapt(self, sampled: list[int], acc: list[float], roll: Episodes, judgement: Judgement,
+               it: int) -> list[tuple[VariantRequest, Proposal]]:
         """Ask the environment model for a variant of each triggering sampled slot, with critic
-        feedback from the steps every verdict judged −1 (SPEC §5)."""
-        low, high = self.cfg.env.low, self.cfg.env.high
+        feedback from the steps every verdict judged −1 (SPEC §5), all requests at once."""
         n = self.cfg.rollout.rollouts_per_task
-        high_risk = (verdicts == -1).all(-1) & roll.mask
-        requested = 0
+        high_risk = (judgement.verdicts == -1).all(-1) & roll.mask
+        requests = []
         for g, slot in enumerate(sampled):
-            if rewards.adaptation_direction(acc[g], low, high) is None:
+            direction = self.pool.wants_variant(slot, acc[g])
+            if direction is None:
                 continue
             eps = slice(g * n, (g + 1) * n)
             b, t = high_risk[eps].nonzero(as_tuple=True)
             if self.cfg.env.critic == "random":     # as many steps, chosen without the judge
                 b, t = self._random_steps(roll.mask[eps], len(b))
-            info = roll.info[eps][b, t][:MAX_CRITIC_STEPS].cpu().tolist()
-            steps = list(zip(t[:MAX_CRITIC_STEPS].cpu().tolist(), info))
+            b, t = b[:MAX_CRITIC_STEPS] + g * n, t[:MAX_CRITIC_STEPS]
             task = self.pool.active[slot].task
-            critic = self.family.critic(task, steps)
-            critic.update({"acc": acc[g], "direction": rewards.adaptation_direction(acc[g], low, high)})
-            requested += self.pool.request(slot, acc[g], critic, it, self.rng) is not None
-        return requested
+            critic = self.family.critic(task, self.backend.critic_steps(roll, judgement, b, t))
+            critic.update({"acc": acc[g], "direction": direction})
+            notes = self.backend.critic_notes(roll, judgement, b, t)
+            if notes:
+                critic["high_risk_steps"] = notes[:MAX_CRITIC_NOTES]
+            requests.append(VariantRequest(slot, self.pool.roots[slot], task, direction, acc[g], critic))
+        proposals = self.backend.propose(requests, self.cfg.env.tries, self.rng)
+        for r, p in zip(requests, proposals):
+            if p.task is not None:
+                self.pool.add_pending(r.slot, p.task, r.direction, r.acc, r.critic, it)
+        return list(zip(requests, proposals))
 
     def _random_steps(self, mask: torch.Tensor, n: int) -> tuple[torch.Tensor, torch.Tensor]:
         real = mask.nonzero()
@@ -265,8 +262,9 @@ class Trainer:
         if self.gate is not None:
             out[metrics.EFFECTIVE_LAMBDA] = lam
         diffs = self.pool.difficulties()
-        out[metrics.DIFFICULTY_MEAN], out[metrics.DIFFICULTY_MIN], out[metrics.DIFFICULTY_MAX] = \
-            float(diffs.mean()), float(diffs.min()), float(diffs.max())
+        if len(diffs):
+            out[metrics.DIFFICULTY_MEAN], out[metrics.DIFFICULTY_MIN], out[metrics.DIFFICULTY_MAX] = \
+                float(diffs.mean()), float(diffs.min()), float(diffs.max())
         out[metrics.ACCEPTED] = float(sum(d.accepted for d in decisions))
         out[metrics.REJECTED] = float(sum(not d.accepted for d in decisions))
         out[metrics.PENDING] = float(len(self.pool.pending))
@@ -280,16 +278,6 @@ class Trainer:
         out[metrics.ENV_STEPS] = float(self.env_steps)
         return out
 
-    def _episode(self, task, slot: int, roll: Rollout, verdicts: torch.Tensor) -> dict:
-        """One trajectory of this iteration for the console's episode viewer."""
-        steps = int(roll.mask[0].sum())
-        return {"family": self.family.name, "slot": slot, "task": self.family.describe(task),
-                "success": bool(roll.success[0]),
-                "info_names": list(self.family.info_names),
-                "info": roll.info[0, :steps].cpu().tolist(),
-                "verdicts": verdicts[0, :steps].cpu().tolist(),
-                "oracle": roll.oracle[0, :steps].cpu().tolist()}
-
     # -- manual override ---------------------------------------------------------------------
     def set_override(self, d: float | None) -> list[dict]:
         self.pool.set_override(d, self.iteration, self.rng)
@@ -297,18 +285,13 @@ class Trainer:
 
     # -- checkpoint state --------------------------------------------------------------------
     def state_dict(self) -> dict:
-        return {"iteration": self.iteration, "env_steps": self.env_steps,
-                "policy": self.policy.state_dict(), "judge": self.judge.state_dict(),
-                "policy_opt": self.policy_opt.state_dict(), "judge_opt": self.judge_opt.state_dict(),
+        return {"iteration": self.iteration, "env_steps": self.env_steps, **self.backend.state_dict(),
                 "torch_rng": self.gen.get_state(), "np_rng": json.dumps(self.rng.bit_generator.state),
                 "pool": self.pool.state_dict(), "mu_hat": self.gate.mu_hat if self.gate else None}
 
     def load_state_dict(self, s: dict) -> None:
         self.iteration, self.env_steps = int(s["iteration"]), int(s["env_steps"])
-        self.policy.load_state_dict(s["policy"])
-        self.judge.load_state_dict(s["judge"])
-        self.policy_opt.load_state_dict(s["policy_opt"])
-        self.judge_opt.load_state_dict(s["judge_opt"])
+        self.backend.load_state_dict(s)
         self.gen.set_state(s["torch_rng"].cpu())   # map_location may have moved it
         self.rng.bit_generator.state = json.loads(s["np_rng"])
         self.pool.load_state_dict(s["pool"])

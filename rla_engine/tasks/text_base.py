@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .base import Task
+from .task import Task
 
 
 @dataclass

@@ -13,7 +13,8 @@ from collections.abc import Callable
 from typing import Any, ClassVar
 
 from PySide6.QtCore import QEvent, QObject, Qt, Signal
-from PySide6.QtWidgets import QCheckBox, QComboBox, QDoubleSpinBox, QLineEdit, QSpinBox, QWidget
+from PySide6.QtWidgets import (QCheckBox, QComboBox, QDoubleSpinBox, QFileDialog, QHBoxLayout, QLineEdit,
+                               QSpinBox, QToolButton, QWidget)
 
 # QSpinBox holds a C int; a field without bounds gets the widest range it can show.
 _INT_MIN, _INT_MAX = -(2**31), 2**31 - 1
@@ -242,6 +243,41 @@ class TextEditor(FieldEditor):
         self.widget.setText("" if value is None else str(value))
 
 
+class ModelPathEditor(FieldEditor):
+    """A model source (metadata `path="model"`): type it, pick a built-in source from the list
+    (the field's `sources`), or browse for a model folder."""
+    widget: QWidget
+
+    def __init__(self, key: str, f: dataclasses.Field):
+        box = QWidget()
+        row = QHBoxLayout(box)
+        row.setContentsMargins(0, 0, 0, 0)
+        self.combo = QComboBox()
+        self.combo.setEditable(True)
+        self.combo.addItem("")
+        for name in f.metadata.get("sources", ()):
+            self.combo.addItem(name)
+        browse = QToolButton()
+        browse.setText("…")
+        browse.setToolTip("Choose a model folder (Hugging Face format)")
+        browse.clicked.connect(self._browse)
+        row.addWidget(self.combo, 1)
+        row.addWidget(browse)
+        super().__init__(key, f, box)
+        self.combo.editTextChanged.connect(self.changed)
+
+    def _browse(self) -> None:
+        folder = QFileDialog.getExistingDirectory(self.widget, "Model folder", self.value())
+        if folder:
+            self.set_value(folder)
+
+    def value(self) -> str:
+        return self.combo.currentText().strip()
+
+    def set_value(self, value: Any) -> None:
+        self.combo.setEditText("" if value is None else str(value))
+
+
 _BY_TYPE: dict[str, Callable[[str, dataclasses.Field], FieldEditor]] = {
     "int": IntEditor, "float": FloatEditor, "bool": BoolEditor, "list": ListEditor, "str": TextEditor}
 
@@ -250,6 +286,8 @@ def editor_for(key: str, field: dataclasses.Field) -> FieldEditor:
     """The editor for one config field, showing the field's default."""
     if "choices" in field.metadata:  # choices win over the type: a str with choices is a combo
         cls: Callable[[str, dataclasses.Field], FieldEditor] = ChoiceEditor
+    elif field.metadata.get("path") == "model":
+        cls = ModelPathEditor
     else:
         try:
             cls = _BY_TYPE[_type_name(field)]

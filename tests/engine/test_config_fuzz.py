@@ -86,6 +86,8 @@ def valid_value(key: str) -> st.SearchStrategy:
     if t is list:
         item = st.one_of(st.floats(lo, hi), st.integers(math.ceil(lo), math.floor(hi)))
         return st.lists(item, min_size=1, max_size=6)
+    if t is str:        # a model path: empty, a built-in source, or any text (checked when a run starts)
+        return st.one_of(st.sampled_from(["", *meta.get("sources", ())]), st.text(max_size=20))
     raise AssertionError(f"no strategy for {key}: {f.type}")
 
 

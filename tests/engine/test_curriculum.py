@@ -10,6 +10,7 @@ import torch
 from rla_engine import metrics
 from rla_engine.config import build
 from rla_engine.loop import curriculum
+from rla_engine.loop import embedded as embedded_mod
 from rla_engine.loop import trainer as trainer_mod
 from rla_engine.loop.advantages import outcome_balanced_weights
 from rla_engine.loop.gate import MuGate
@@ -22,7 +23,7 @@ def tiny(*sets, family="gridworld"):
 
 def forced_outcomes(monkeypatch, pattern):
     """Rollouts whose successes are `pattern(n_episodes)`, whatever the policy did."""
-    real = trainer_mod.collect
+    real = embedded_mod.collect
     calls = []
 
     def collect(*a, **kw):
@@ -30,7 +31,7 @@ def forced_outcomes(monkeypatch, pattern):
         roll.success = pattern(roll.success.numel())
         calls.append([t.seed for t in a[2]])
         return roll
-    monkeypatch.setattr(trainer_mod, "collect", collect)
+    monkeypatch.setattr(embedded_mod, "collect", collect)
     return calls
 
 
@@ -152,11 +153,15 @@ def test_the_random_critic_gets_as_many_steps_drawn_without_the_judge(monkeypatc
     for critic in ("judge", "random"):
         tr = Trainer(tiny(f"env.critic={critic}", "task.family=arithmetic"), torch.device("cpu"))
 
-        def first_steps_wrong(x, mask):      # the judge flags step 0 of every trajectory only
-            v = torch.ones((*mask.shape, 3), dtype=torch.int8)
+        real_judge = tr.backend.judge
+
+        def first_steps_wrong(ep, m, real_judge=real_judge):      # the judge flags step 0 of every trajectory only
+            judgement = real_judge(ep, m)
+            v = torch.ones((*ep.mask.shape, m), dtype=torch.int8)
             v[:, 0] = -1
-            return v
-        tr._judge = first_steps_wrong
+            judgement.verdicts = v
+            return judgement
+        tr.backend.judge = first_steps_wrong
         seen = []
         monkeypatch.setattr(tr.family, "critic",
                             lambda task, steps, seen=seen: seen.append(steps) or real_critic(task, steps))

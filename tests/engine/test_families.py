@@ -15,7 +15,7 @@ import torch
 from rla_engine.tasks import arithmetic, family_names, load_family
 from rla_engine.tasks.base import HELD_OUT_SEEDS, TRAIN_SEEDS, Task
 
-FAMILIES = family_names()
+FAMILIES = family_names("tensor")
 TIERS = [0.1, 0.3, 0.5, 0.7, 0.9]
 EPS = 0.35          # exploration of the scripted policy; one value for every family
 

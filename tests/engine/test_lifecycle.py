@@ -30,13 +30,13 @@ def test_nan_loss_fails_the_run_and_keeps_history(tmp_path, monkeypatch):
     cfg = build(preset="tiny", sets=["run.iterations=6"])
     tr = Trainer(cfg, torch.device("cpu"))
     store.create_run("r", name="nan", preset="", config=cfg.to_dict(), device="cpu")
-    real = type(tr.policy).log_prob
+    real = type(tr.backend.policy).log_prob
 
     def poisoned(self, obs, actions, temperature=1.0):
         out = real(self, obs, actions, temperature)
         return out * float("nan") if tr.iteration == 2 else out
 
-    monkeypatch.setattr(type(tr.policy), "log_prob", poisoned)
+    monkeypatch.setattr(type(tr.backend.policy), "log_prob", poisoned)
     code = Runner(store, "r", tr, 6, out=lambda s: None).run()
     assert code == 1
     run = store.get_run("r")

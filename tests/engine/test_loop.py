@@ -7,7 +7,7 @@ import torch
 from rla_engine import checkpoint
 from rla_engine.config import build
 from rla_engine import metrics
-from rla_engine.loop import trainer as trainer_mod
+from rla_engine.loop import embedded as embedded_mod
 from rla_engine.loop.trainer import Trainer
 from rla_engine.models.networks import judge_input
 from rla_engine.tasks import family_names
@@ -22,7 +22,7 @@ def without_perf(m):
     return {k: v for k, v in m.items() if not k.startswith(metrics.TIMING_PREFIX)}
 
 
-@pytest.mark.parametrize("family", family_names())
+@pytest.mark.parametrize("family", family_names("tensor"))
 def test_every_metric_key_is_produced_and_finite(family):
     tr = Trainer(tiny(family=family), torch.device("cpu"))
     seen = set()
@@ -38,7 +38,7 @@ def test_every_metric_key_is_produced_and_finite(family):
 def test_judge_sees_only_the_policys_view_and_the_action(monkeypatch):
     tr = Trainer(tiny(), torch.device("cpu"))
     seen = {}
-    real_collect, real_sample = trainer_mod.collect, type(tr.judge).sample
+    real_collect, real_sample = embedded_mod.collect, type(tr.backend.judge_net).sample
 
     def spy_collect(*a, **kw):
         seen["roll"] = real_collect(*a, **kw)
@@ -48,8 +48,8 @@ def test_judge_sees_only_the_policys_view_and_the_action(monkeypatch):
         seen["x"] = x.clone()
         return real_sample(self, x, m, temperature, generator)
 
-    monkeypatch.setattr(trainer_mod, "collect", spy_collect)
-    monkeypatch.setattr(type(tr.judge), "sample", spy_sample)
+    monkeypatch.setattr(embedded_mod, "collect", spy_collect)
+    monkeypatch.setattr(type(tr.backend.judge_net), "sample", spy_sample)
     tr.step()
     roll, x = seen["roll"], seen["x"]
     fam = tr.family
@@ -64,12 +64,12 @@ def test_judge_sees_only_the_policys_view_and_the_action(monkeypatch):
 
 def test_frozen_judge_and_outcome_only_policy():
     tr = Trainer(tiny("judge.train=false", "policy.lam=0"), torch.device("cpu"))
-    before = [p.clone() for p in tr.judge.parameters()]
+    before = [p.clone() for p in tr.backend.judge_net.parameters()]
     for _ in range(3):
         r = tr.step()
         assert r.metrics[metrics.STEP_REWARD] == 0.0
         assert metrics.LOSS_JUDGE not in r.metrics
-    assert all(torch.equal(a, b) for a, b in zip(before, tr.judge.parameters()))
+    assert all(torch.equal(a, b) for a, b in zip(before, tr.backend.judge_net.parameters()))
 
 
 def test_fixed_pool_never_changes():
@@ -139,13 +139,13 @@ def test_checkpoints_keep_the_last_n_and_leave_no_temporary_files(tmp_path):
 
 def test_policy_and_judge_train_only_on_groups_inside_their_bands(monkeypatch):
     counts = {"policy": [], "judge": []}
-    real = trainer_mod.ppo_update
+    real = embedded_mod.ppo_update
 
     def spy(net, opt, logp, adv, settings, gen, name, **kw):
         counts[name].append(adv.shape[0])
         return real(net, opt, logp, adv, settings, gen, name, **kw)
 
-    monkeypatch.setattr(trainer_mod, "ppo_update", spy)
+    monkeypatch.setattr(embedded_mod, "ppo_update", spy)
     # with 4 rollouts a group's accuracy is a multiple of 1/4, never 0.3: both bands are empty
     tr = Trainer(tiny("policy.band_low=0.3", "policy.band_high=0.31", "judge.band_low=0.3",
                       "judge.band_high=0.31"), torch.device("cpu"))
@@ -161,7 +161,7 @@ def test_policy_and_judge_train_only_on_groups_inside_their_bands(monkeypatch):
     assert sum(counts["policy"]) > 0 and sum(counts["judge"]) > 0
 
 
-@pytest.mark.parametrize("family", family_names())
+@pytest.mark.parametrize("family", family_names("tensor"))
 def test_entropy_bonus_reaches_states_of_groups_without_advantage(family):
     """policy.entropy_coef = 0 is the paper's loss: with both bands empty nothing trains the policy.
     With a bonus, the same run raises the policy's entropy on the states it visited — the bonus does
@@ -170,20 +170,20 @@ def test_entropy_bonus_reaches_states_of_groups_without_advantage(family):
     entropies = {}
     for coef in (0.0, 1.0):
         tr = Trainer(tiny(*empty, f"policy.entropy_coef={coef}", family=family), torch.device("cpu"))
-        judge0 = [p.detach().clone() for p in tr.judge.parameters()]
-        policy0 = [p.detach().clone() for p in tr.policy.parameters()]
+        judge0 = [p.detach().clone() for p in tr.backend.judge_net.parameters()]
+        policy0 = [p.detach().clone() for p in tr.backend.policy.parameters()]
         tasks = [r.task for r in tr.pool.active]
-        roll = trainer_mod.collect(tr.policy, tr.family, tasks, 4, temperature=1.0, generator=None,
+        roll = embedded_mod.collect(tr.backend.policy, tr.family, tasks, 4, temperature=1.0, generator=None,
                                    device=torch.device("cpu"))
         states = roll.obs[:, :-1][roll.mask]
         with torch.no_grad():
-            before = float(tr.policy.entropy(states).mean())
+            before = float(tr.backend.policy.entropy(states).mean())
         for _ in range(5):
             tr.step()
         with torch.no_grad():
-            entropies[coef] = (before, float(tr.policy.entropy(states).mean()))
-        assert all(torch.equal(a, b) for a, b in zip(judge0, tr.judge.parameters()))
-        moved = not all(torch.equal(a, b) for a, b in zip(policy0, tr.policy.parameters()))
+            entropies[coef] = (before, float(tr.backend.policy.entropy(states).mean()))
+        assert all(torch.equal(a, b) for a, b in zip(judge0, tr.backend.judge_net.parameters()))
+        moved = not all(torch.equal(a, b) for a, b in zip(policy0, tr.backend.policy.parameters()))
         assert moved == (coef > 0), coef
     before, after = entropies[1.0]
     assert after > before

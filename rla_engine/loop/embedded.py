@@ -1,0 +1,112 @@
+"""The embedded backend (DESIGN §3): small policy and judge networks over a tensor family's
+observation vectors, lock-step batched roll-outs, and the family's procedural environment model."""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import torch
+
+from ..config import Config
+from ..models.networks import JudgeNet, PolicyNet, judge_input
+from ..tasks.base import Family, Task
+from ..vocabulary import EventKind
+from .backend import Backend, Episodes, Judgement, Proposal, VariantRequest, procedural_proposals
+from .ppo import PPOSettings, PPOStats, ppo_update
+from .rollout import Rollout, collect
+
+
+class EmbeddedJudgement(Judgement):
+    def __init__(self, verdicts: torch.Tensor, x: torch.Tensor):
+        super().__init__(verdicts)
+        self.x = x           # [B, T, in_dim]: what the judge saw of each step
+
+
+class EmbeddedBackend(Backend):
+    def __init__(self, cfg: Config, family: Family, device: torch.device, gen: torch.Generator):
+        self.cfg, self.family, self.device, self.gen = cfg, family, device, gen
+        self.policy = PolicyNet(family.obs_dim, family.n_actions, cfg.policy.hidden).to(device)
+        self.judge_net = JudgeNet(family.obs_dim, family.n_actions, cfg.judge.hidden).to(device)
+        self.policy_opt = torch.optim.AdamW(self.policy.parameters(), lr=cfg.policy.lr)
+        self.judge_opt = torch.optim.AdamW(self.judge_net.parameters(), lr=cfg.judge.lr)
+        p = cfg.policy
+        self.ppo = PPOSettings(p.ppo_epochs, p.minibatch_size, p.clip_eps, p.kl_beta, p.entropy_coef)
+        self.judge_ppo = PPOSettings(p.ppo_epochs, p.minibatch_size, p.clip_eps, p.kl_beta)
+
+    # -- roll-outs -------------------------------------------------------------------------
+    def collect(self, tasks: list[Task], rollouts: int, *, greedy: bool = False) -> Rollout:
+        self.policy.eval()
+        if greedy:
+            return collect(self.policy, self.family, tasks, rollouts, temperature=1.0, generator=None,
+                           device=self.device, greedy=True)
+        return collect(self.policy, self.family, tasks, rollouts, temperature=self.cfg.rollout.temperature,
+                       generator=self.gen, device=self.device)
+
+    def then(self, first: Episodes, more: Episodes) -> Rollout:
+        assert isinstance(first, Rollout) and isinstance(more, Rollout)
+        return first.then(more)
+
+    # -- the judge ---------------------------------------------------------------------------
+    def judge(self, ep: Episodes, m: int) -> EmbeddedJudgement:
+        """m verdicts for every real step [B, T, m]; padding steps get 0 (never used). The judge's
+        input is built outside inference mode: the judge's update trains on it."""
+        assert isinstance(ep, Rollout)
+        x = judge_input(ep.obs[:, :-1], ep.obs[:, 1:], ep.actions, self.family.n_actions)
+        with torch.inference_mode():
+            self.judge_net.eval()
+            out = torch.zeros((*ep.mask.shape, m), dtype=torch.int8, device=x.device)
+            out[ep.mask] = self.judge_net.sample(x[ep.mask], m, self.cfg.judge.temperature, self.gen)
+        return EmbeddedJudgement(out, x)
+
+    # -- updates -----------------------------------------------------------------------------
+    def update_policy(self, ep: Episodes, steps: torch.Tensor, advantages: torch.Tensor,
+                      visited: torch.Tensor | None) -> PPOStats:
+        assert isinstance(ep, Rollout)
+        self.policy.train()
+        obs, actions = ep.obs[:, :-1][steps], ep.actions[steps]
+        temp = self.cfg.rollout.temperature
+        seen = ep.obs[:, :-1][visited] if visited is not None else None
+        return ppo_update(self.policy, self.policy_opt, lambda i: self.policy.log_prob(obs[i], actions[i], temp),
+                          advantages, self.ppo, self.gen, "policy",
+                          entropy=None if seen is None else lambda: self.policy.entropy(seen, temp))
+
+    def update_judge(self, ep: Episodes, judgement: Judgement, index: tuple[torch.Tensor, ...],
+                     advantages: torch.Tensor) -> PPOStats:
+        assert isinstance(judgement, EmbeddedJudgement)
+        b, t, j = index
+        jx, jv = judgement.x[b, t], judgement.verdicts[b, t, j]
+        temp = self.cfg.judge.temperature
+        return ppo_update(self.judge_net, self.judge_opt, lambda i: self.judge_net.log_prob(jx[i], jv[i], temp),
+                          advantages, self.judge_ppo, self.gen, "judge")
+
+    # -- the environment model ---------------------------------------------------------------
+    def critic_steps(self, ep: Episodes, judgement: Judgement, b: torch.Tensor,
+                     t: torch.Tensor) -> list[tuple[int, Any]]:
+        assert isinstance(ep, Rollout)
+        return list(zip(t.cpu().tolist(), ep.info[b, t].cpu().tolist()))
+
+    def propose(self, requests: list[VariantRequest], tries: int, rng: np.random.Generator) -> list[Proposal]:
+        return procedural_proposals(self.family, requests, tries, rng)
+
+    # -- what the console shows ----------------------------------------------------------------
+    def episode_events(self, ep: Episodes, judgement: Judgement, tasks: list[Task], slots: list[int],
+                       proposals: list[tuple[VariantRequest, Proposal]], decisions: list) -> list[tuple[str, dict]]:
+        """The first trajectory of the iteration, for the episode viewer."""
+        assert isinstance(ep, Rollout)
+        steps = int(ep.mask[0].sum())
+        return [(EventKind.EPISODE, {
+            "family": self.family.name, "slot": slots[0], "task": self.family.describe(tasks[0]),
+            "success": bool(ep.success[0]), "info_names": list(self.family.info_names),
+            "info": ep.info[0, :steps].cpu().tolist(), "verdicts": judgement.verdicts[0, :steps].cpu().tolist(),
+            "oracle": ep.oracle[0, :steps].cpu().tolist()})]
+
+    # -- checkpoint state ----------------------------------------------------------------------
+    def state_dict(self) -> dict:
+        return {"policy": self.policy.state_dict(), "judge": self.judge_net.state_dict(),
+                "policy_opt": self.policy_opt.state_dict(), "judge_opt": self.judge_opt.state_dict()}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.policy.load_state_dict(state["policy"])
+        self.judge_net.load_state_dict(state["judge"])
+        self.policy_opt.load_state_dict(state["policy_opt"])
+        self.judge_opt.load_state_dict(state["judge_opt"])
