@@ -12,9 +12,12 @@ from __future__ import annotations
 
 import abc
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
-import torch
+
+if TYPE_CHECKING:       # only annotations name torch: a text family (text_base) imports Task without it
+    import torch
 
 TRAIN_SEEDS = (0, 2**31)           # [lo, hi) — every task the pool ever holds
 HELD_OUT_SEEDS = (2**31, 2**32)    # [lo, hi) — the evaluation suite only
