@@ -201,4 +201,4 @@ def test_eval_sets_default():
 
 
 def test_text_families_import_without_torch():
-    checks.check_imports_without_torch("rla_engine.tasks.text_arithmetic")
+    checks.check_imports_without_torch("rla_engine.tasks.text_arithmetic", "rla_engine.tasks.text_world")
