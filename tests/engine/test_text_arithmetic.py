@@ -107,7 +107,7 @@ def test_difficulty_follows_the_target():
 
 
 def test_held_out_tasks_are_disjoint_from_training_tasks():
-    checks.check_held_out_is_disjoint(FAM, (0.0, 0.1), 150)        # the smallest problem spaces
+    checks.check_held_out_is_disjoint(FAM, (0.0, 0.1), 100)        # the smallest problem spaces
 
 
 def test_mutate_moves_difficulty_the_asked_way():
@@ -184,6 +184,10 @@ BAD = [
     {**MIA, "ops": [[["+"], 1]]}, {**MIA, "ops": [["+", [1]]]},
 ]
 
+
+
+def test_from_json_never_crashes_on_garbled_tasks():
+    checks.check_from_json_never_crashes(FAM, 600, seed=7)
 
 @pytest.mark.parametrize("data", BAD, ids=range(len(BAD)))
 def test_from_json_rejects_malformed_values(data):

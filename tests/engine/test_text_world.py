@@ -269,6 +269,10 @@ UNSOLVABLE = [
 ]
 
 
+
+def test_from_json_never_crashes_on_garbled_tasks():
+    checks.check_from_json_never_crashes(FAM, 600, seed=7)
+
 @pytest.mark.parametrize("data", BAD, ids=range(len(BAD)))
 def test_from_json_rejects_malformed_values(data):
     checks.check_rejected(FAM, data, _task())

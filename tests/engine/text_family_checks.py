@@ -2,6 +2,7 @@
 family test files call them with their family, then test what is their own."""
 import itertools
 import json
+import random
 import subprocess
 import sys
 
@@ -69,3 +70,43 @@ def check_imports_without_torch(*modules):
     code = (f"import sys; import {', '.join(modules)}; "
             "assert 'torch' not in sys.modules, 'torch was imported'")
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+_ATOMS = [None, True, False, 0, -1, 1, 2, 3.5, 1e308, float("nan"), "", "x", 10**20, [], {},
+          "kitchen", "fridge", "mug", "living room", "+", "*", "Mia", "apples"]
+
+
+def _garble(v, rnd, depth=0):
+    """`v` with one part dropped or replaced by another JSON value (recursing into containers)."""
+    if isinstance(v, (dict, list)) and v and rnd.random() < 0.8:
+        v = dict(v) if isinstance(v, dict) else list(v)
+        k = rnd.choice(list(v)) if isinstance(v, dict) else rnd.randrange(len(v))
+        r = rnd.random()
+        if r < 0.2:
+            del v[k]
+        else:
+            v[k] = _garble(v[k], rnd, depth + 1) if r < 0.6 else rnd.choice(_ATOMS)
+        return v
+    if depth < 3 and rnd.random() < 0.3:
+        return {rnd.choice(["rooms", "goal", "at", "ops", "start", "name"]): _garble(None, rnd, depth + 1)}
+    return rnd.choice(_ATOMS)
+
+
+def check_from_json_never_crashes(fam, n, seed):
+    """Garbled versions of sampled tasks: from_json raises ValueError or gives a task whose
+    validate() answers; a valid one can be played and described. Nothing else ever raises."""
+    rnd, rng = random.Random(seed), np.random.default_rng(seed)
+    roots = [fam.sample(d, rng) for d in (0.0, 0.5, 1.0)]
+    accepted = 0
+    for i in range(n):
+        root = roots[i % len(roots)]
+        data = _garble(json.loads(json.dumps(fam.task_json(root))), rnd)
+        try:
+            task = fam.from_json(data, root)
+        except ValueError:
+            continue
+        if fam.validate(task) is None:
+            accepted += 1
+            fam.describe(task)
+            fam.start(task).respond([fam.instruction(task)[:20]])
+    assert accepted > 0
