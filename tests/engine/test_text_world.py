@@ -44,7 +44,7 @@ def solve(task):
     ep, obs, results = FAM.start(task), FAM.instruction(task), []
     for _ in range(FAM.turns(task)):
         for cmd in _listed(obs):
-            if copy.deepcopy(ep).respond([cmd]).labels == [1]:
+            if copy.copy(ep).respond([cmd]).labels == [1]:      # respond replaces, never mutates, the state
                 break
         else:
             raise AssertionError(f"no admissible command makes progress: {obs}")
@@ -175,7 +175,7 @@ def test_budget_and_after_the_end():
 
 
 def test_difficulty_follows_the_target():
-    checks.check_difficulty_follows_the_target(FAM, 4, seed=3)
+    checks.check_difficulty_follows_the_target(FAM, 3, seed=3)
 
 
 def test_held_out_tasks_are_disjoint_from_training_tasks():
