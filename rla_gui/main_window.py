@@ -126,6 +126,10 @@ class MainWindow(QtWidgets.QMainWindow):
         self.docks = [self.form_dock, self.history_dock, self.pool_dock, self.episode_dock, self.samples_dock,
                       self.events_dock, self.losses_dock]
 
+    def _show_run(self, _run_id: str) -> None:
+        self.views.setCurrentWidget(self.dashboard)
+        self.episode_dock.raise_()      # until samples arrive: an embedded run has none
+
     def _samples_arrived(self) -> None:
         # a language-model run draws no episode: its first samples bring their dock to the front
         if self.episode.payload() is None:
@@ -181,7 +185,7 @@ class MainWindow(QtWidgets.QMainWindow):
         c.history_changed.connect(h.set_runs)
         c.search_matched.connect(h.show_matches)
         c.run_opened.connect(h.select)
-        c.run_opened.connect(lambda _: self.views.setCurrentWidget(self.dashboard))
+        c.run_opened.connect(self._show_run)
         self.samples.became_available.connect(self._samples_arrived)
         c.clone_ready.connect(self._clone_into_form)
         c.comparison_ready.connect(self.show_comparison)

@@ -79,8 +79,8 @@ class DialogueView(QPlainTextEdit):
         self.spans: list[tuple[int, int, int, int]] = []
 
     def show_trajectory(self, traj: dict | None) -> None:
+        self.spans = []             # first: clear() moves the cursor, which looks the step up
         self.clear()
-        self.spans = []
         if traj is None:
             return
         cur = QTextCursor(self.document())

@@ -88,6 +88,11 @@ def lm_ready(panel):
     return panel.iteration == 3
 
 
+def in_front(widget) -> bool:
+    """A dock behind another tab stays "visible", moved out of sight: ask what is painted."""
+    return not widget.visibleRegion().isEmpty()
+
+
 def items(widget):
     return [widget.item(i).text() for i in range(widget.count())]
 
@@ -111,11 +116,12 @@ def test_the_window_has_a_samples_dock_tabified_with_the_episode(window):
     assert window.samples_dock in window.tabifiedDockWidgets(window.episode_dock)
     assert window.samples.stack.currentWidget() is window.samples.message
     assert window.samples.message.text() == S.EMPTY_TEXT
+    assert in_front(window.episode) and not in_front(window.samples)
 
 
 def test_the_newest_iteration_shows_its_trajectories_and_the_last_variants(window, drive):
     panel = open_run(window, drive, "lm", lm_ready)
-    assert panel.stack.currentIndex() == 1 and window.samples.isVisible()   # raised: no episode to show
+    assert panel.stack.currentIndex() == 1 and in_front(window.samples)     # raised: no episode to show
     assert panel.header.text() == "iteration 3 · text_arithmetic · 2 trajectories"
     assert items(panel.trajectories) == [f"slot 0  ✓  add 2 and 3 (iteration 3) {MARKUP}",
                                          "slot 3  ✗  multiply 4 by 6"]
@@ -180,8 +186,10 @@ def test_a_run_without_samples_shows_the_message_and_switching_back_shows_them(w
     assert panel.stack.currentWidget() is panel.message and panel.payload is None
     panel = open_run(window, drive, "lm", lm_ready)
     assert panel.stack.currentIndex() == 1 and panel.trajectories.count() == 2
+    assert in_front(window.samples) and not in_front(window.episode)
     panel = open_run(window, drive, "embedded", lambda p: p.payload is None)
     assert panel.stack.currentWidget() is panel.message and panel.variant_list.count() == 0
+    assert in_front(window.episode) and not in_front(window.samples)    # the dock with something to show
 
 
 def test_long_texts_are_cut(qtbot):
