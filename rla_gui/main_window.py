@@ -20,6 +20,7 @@ from .panels.event_log import EventLogPanel
 from .panels.history import HistoryPanel
 from .panels.pool_table import PoolTablePanel
 from .panels.run_form import RunFormPanel
+from .panels.samples import SamplesPanel
 from .run_data import RunData
 from .session import RunSession
 from .theme import apply_plot_theme
@@ -53,6 +54,7 @@ class MainWindow(QtWidgets.QMainWindow):
         self.pool = PoolTablePanel(session)
         self.events = EventLogPanel(session)
         self.episode = EpisodeViewPanel(session)
+        self.samples = SamplesPanel(session)
         self.controls = ControlsPanel(session)
         self.status_line = StatusLine(self.statusBar(), session)
         self.comparisons: list[ComparisonPanel] = []
@@ -109,6 +111,9 @@ class MainWindow(QtWidgets.QMainWindow):
         self.tabifyDockWidget(self.form_dock, self.history_dock)
         self.pool_dock = self._dock("Task pool", self.pool, right)
         self.episode_dock = self._dock("Episode", self.episode, right)
+        self.samples_dock = self._dock("Samples", self.samples, right)
+        self.tabifyDockWidget(self.episode_dock, self.samples_dock)
+        self.episode_dock.raise_()
         self.events_dock = self._dock("Events", self.events, bottom)
         self.losses_dock = self._dock("Losses", self.dashboard.losses, bottom)
         self.tabifyDockWidget(self.events_dock, self.losses_dock)
@@ -118,8 +123,17 @@ class MainWindow(QtWidgets.QMainWindow):
         bar.setObjectName("Controls")
         bar.addWidget(self.controls)
         self.addToolBar(QtCore.Qt.ToolBarArea.TopToolBarArea, bar)
-        self.docks = [self.form_dock, self.history_dock, self.pool_dock, self.episode_dock, self.events_dock,
-                      self.losses_dock]
+        self.docks = [self.form_dock, self.history_dock, self.pool_dock, self.episode_dock, self.samples_dock,
+                      self.events_dock, self.losses_dock]
+
+    def _show_run(self, _run_id: str) -> None:
+        self.views.setCurrentWidget(self.dashboard)
+        self.episode_dock.raise_()      # until samples arrive: an embedded run has none
+
+    def _samples_arrived(self) -> None:
+        # a language-model run draws no episode: its first samples bring their dock to the front
+        if self.episode.payload() is None:
+            self.samples_dock.raise_()
 
     def _action(self, menu: QtWidgets.QMenu, text: str, slot, shortcut: str | None = None) -> QtGui.QAction:
         action = menu.addAction(text)
@@ -171,7 +185,8 @@ class MainWindow(QtWidgets.QMainWindow):
         c.history_changed.connect(h.set_runs)
         c.search_matched.connect(h.show_matches)
         c.run_opened.connect(h.select)
-        c.run_opened.connect(lambda _: self.views.setCurrentWidget(self.dashboard))
+        c.run_opened.connect(self._show_run)
+        self.samples.became_available.connect(self._samples_arrived)
         c.clone_ready.connect(self._clone_into_form)
         c.comparison_ready.connect(self.show_comparison)
         c.message.connect(lambda text, ms: self.statusBar().showMessage(text, ms))

@@ -2,8 +2,9 @@
 
 Every control's effect is an event, so this is where the user sees that Pause, an override or
 an accepted variant happened. Fed incrementally with `Store.events(run_id, after_id)`;
-"episode" events are the episode viewer's, not lines here. Summaries dispatch on the kind
-through `SUMMARIES`, so a new kind plugs in with one function; unknown kinds show their JSON.
+"episode" and "samples" events are the episode viewer's and the samples panel's, not lines
+here. Summaries dispatch on the kind through `SUMMARIES`, so a new kind plugs in with one
+function; unknown kinds show their JSON.
 """
 from __future__ import annotations
 
@@ -27,7 +28,8 @@ if TYPE_CHECKING:       # the session is only ever passed in
 
 COLUMNS = ("Iteration", "Time", "Kind", "Summary")
 MAX_ROWS = 5000
-SKIPPED = frozenset({EventKind.EPISODE})
+TOOLTIP_CHARS = 4000        # a language model's raw answer in a payload can be long
+SKIPPED = frozenset({EventKind.EPISODE, EventKind.SAMPLES})
 # translucent so they tint either a light or a dark palette
 FAILED_BACKGROUND = QColor(220, 40, 40, 90)
 REJECTED_BACKGROUND = QColor(230, 160, 20, 60)
@@ -40,6 +42,13 @@ def _f(v, fmt: str = ".2f") -> str:
 def _variant(p: dict) -> str:
     return (f"slot {p.get('slot', '?')} {p.get('direction', '?')}: acc {_f(p.get('prev_acc'))} → "
             f"{_f(p.get('new_acc'))} (v{p.get('version', '?')}, d {_f(p.get('difficulty'))})")
+
+
+def _invalid(p: dict) -> str:
+    """A language-model variant that failed validation: its reason, on one line (the raw answer
+    is in the samples panel)."""
+    reason = " ".join(str(p.get("reason") or "invalid").split())
+    return f"slot {p.get('slot', '?')} {p.get('direction', '?')}: {reason[:200]}"
 
 
 def _command(p: dict) -> str:
@@ -71,6 +80,7 @@ E = EventKind
 SUMMARIES: dict[str, Callable[[dict], str]] = {
     E.VARIANT_ACCEPTED: _variant,
     E.VARIANT_REJECTED: _variant,
+    E.VARIANT_INVALID: _invalid,
     **{kind: _command for kind in CommandKind},
     E.COMMAND_REJECTED: _rejected,
     E.FAILED: _failed,
@@ -121,7 +131,8 @@ class EventTableModel(ListTableModel):
             font.setBold(True)
             return font
         if role == Qt.ItemDataRole.ToolTipRole and index.column() == 3:
-            return json.dumps(event.get("payload"), indent=1, default=str)
+            text = json.dumps(event.get("payload"), indent=1, default=str)
+            return text if len(text) <= TOOLTIP_CHARS else text[:TOOLTIP_CHARS] + "…"
         if role == Qt.ItemDataRole.TextAlignmentRole and index.column() == 0:
             return int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
         return None
