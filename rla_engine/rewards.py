@@ -17,6 +17,7 @@ __all__ = [
     "empirical_precision",
     "judge_rewards",
     "normalize_per_step",
+    "parse_verdict",
     "policy_step_rewards",
     "precision_bound",
 ]
@@ -142,6 +143,40 @@ def judge_rewards(step_reward, verdicts) -> list[float]:
         return [0.0] * len(raw)
     mean, std = _mean_std(raw)
     return [(x - mean) / std for x in raw]
+
+
+# ---------------------------------------------------------------- SPEC §1, §4 judge verdicts
+
+_BOX = "\\boxed{"
+_VERDICT_VALUES = {"1": 1, "+1": 1, "-1": -1}
+
+
+def parse_verdict(text: str) -> int:
+    """The verdict S of one sampled judge output: +1, -1, or 0 for unreadable (SPEC §1, §4).
+
+    The LAST occurrence of the literal `\\boxed{` in the text is THE box; nothing earlier
+    counts. Its content runs to the first `}` after it, and decides after stripping
+    whitespace: `1` or `+1` -> +1, `-1` -> -1. Everything else is 0: no box at all, a last
+    box that is never closed (even when an earlier box is closed: a judge that opens a
+    second box has changed its mind and not finished, so falling back to the earlier box
+    would reward a format failure), a `{` inside the box (nested braces), or any other value
+    (`0`, `2`, `yes`, `+ 1`, a Unicode minus, an empty box). Text after the box is ignored.
+    `\\boxed{\\boxed{1}}` is +1 by this rule, because the inner box is the last one opened.
+    Unreadable costs the judge the fixed raw reward -2 (SPEC §4), so the rule is strict.
+    """
+    if not isinstance(text, str):
+        raise ValueError(f"judge output must be a str, got {type(text).__name__}")
+    start = text.rfind(_BOX)
+    if start < 0:
+        return 0
+    body_start = start + len(_BOX)
+    end = text.find("}", body_start)
+    if end < 0:
+        return 0
+    body = text[body_start:end]
+    if "{" in body:
+        return 0
+    return _VERDICT_VALUES.get(body.strip(), 0)
 
 
 # ---------------------------------------------------------------- SPEC §5 adaptation
