@@ -1,0 +1,162 @@
+"""The language-model backend: policy, generative judge and environment model as causal LMs,
+behind the same loop as the embedded networks (loop/backend.py).
+
+Each role loads its own copy of its model (policy and judge are trained apart; the environment
+model is frozen), on its own device and dtype. A step is a span of sampled tokens; the PPO of
+SPEC §3 runs on token-level ratios, in micro-batches whose gradients accumulate per minibatch.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import torch
+
+from ..config import Config
+from ..errors import InputError
+from ..loop.backend import Backend, Episodes, Judgement, Proposal, VariantRequest, procedural_proposals
+from ..loop.ppo import PPOSettings, PPOStats, ppo_update
+from ..tasks.task import Task
+from . import env_model, samples
+from .dialogue import TextEpisodes, join, play
+from .generation import Sampling, token_logprobs
+from .judge import TextJudgement, judge
+from .lora import adapter_state, apply_lora, load_adapter_state
+from .sources import load_model
+
+NOTE_CHARS = 400
+
+
+def _device(name: str, run_device: torch.device) -> str:
+    """A role's device: empty is the run's (already resolved), auto is CUDA when there is one."""
+    if name == "":
+        return str(run_device)
+    if name == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    if name.startswith("cuda") and not torch.cuda.is_available():
+        raise RuntimeError(f"a role's device is {name!r} but no CUDA device is available")
+    return name
+
+
+def _load(key: str, path: str, device: str, dtype: str, trainable: bool):
+    """A role's model and tokenizer; one that is there but cannot be loaded is invalid input that
+    names the field (exit code 2), not a crash."""
+    try:
+        return load_model(path, device=device, dtype=dtype, trainable=trainable)
+    except (OSError, ValueError, ImportError) as e:
+        raise InputError(f"invalid config: {key} = {path!r}: cannot load the model ({type(e).__name__}: {e})") from None
+
+
+class LLMBackend(Backend):
+    def __init__(self, cfg: Config, family, device: torch.device, gen: torch.Generator):
+        self.cfg, self.family, self.gen = cfg, family, gen
+        p, j, e = cfg.policy, cfg.judge, cfg.env
+        self.policy, self.tok = _load("policy.model_path", p.model_path, _device(p.device, device), p.dtype, True)
+        self.judge_lm, self.judge_tok = _load("judge.model_path", j.model_path or p.model_path,
+                                              _device(j.device, device), j.dtype, True)
+        if p.lora_rank:
+            self.policy = apply_lora(self.policy, p.lora_rank, p.lora_alpha, 0.0)
+            self.judge_lm = apply_lora(self.judge_lm, p.lora_rank, p.lora_alpha, 0.0)
+        self.env_lm = self.env_tok = None
+        if e.strategy == "rlanything" and e.proposer != "procedural":
+            self.env_lm, self.env_tok = _load("env.model_path", e.model_path or p.model_path,
+                                              _device(e.device, device), e.dtype, False)
+        trainable = lambda m: [q for q in m.parameters() if q.requires_grad]   # noqa: E731
+        self.policy_opt = torch.optim.AdamW(trainable(self.policy), lr=p.lr)
+        self.judge_opt = torch.optim.AdamW(trainable(self.judge_lm), lr=j.lr)
+        self.ppo = PPOSettings(p.ppo_epochs, p.minibatch_size, p.clip_eps, p.kl_beta,
+                               micro_batch_size=p.micro_batch_size)
+        batch = p.generation_batch_size
+        self.policy_how = Sampling(p.max_new_tokens, cfg.rollout.temperature, p.top_p,
+                                   stop_at_newline=not family.lines_are_steps, batch_size=batch)
+        self.judge_how = Sampling(j.max_new_tokens, j.temperature, j.top_p, batch_size=batch)
+        self.env_how = Sampling(e.max_new_tokens, e.temperature, 1.0, batch_size=batch)
+
+    # -- roll-outs -------------------------------------------------------------------------
+    def collect(self, tasks: list[Task], rollouts: int, *, greedy: bool = False) -> TextEpisodes:
+        how = self.policy_how
+        if greedy:
+            how = Sampling(how.max_new_tokens, greedy=True, stop_at_newline=how.stop_at_newline,
+                           batch_size=how.batch_size)
+        return play(self.family, self.policy, self.tok, tasks, rollouts, how, None if greedy else self.gen)
+
+    def then(self, first: Episodes, more: Episodes) -> TextEpisodes:
+        assert isinstance(first, TextEpisodes) and isinstance(more, TextEpisodes)
+        return join(first, more)
+
+    def judge(self, ep: Episodes, m: int) -> TextJudgement:
+        assert isinstance(ep, TextEpisodes)
+        return judge(self.judge_lm, self.judge_tok, ep, m, self.judge_how, self.gen)
+
+    # -- updates -----------------------------------------------------------------------------
+    def update_policy(self, ep: Episodes, steps: torch.Tensor, advantages: torch.Tensor,
+                      visited: torch.Tensor | None) -> PPOStats:
+        assert isinstance(ep, TextEpisodes)
+        chosen = [ep.steps[b][t] for b, t in steps.nonzero().tolist()]
+        return self._ppo(self.policy, self.policy_opt, [s.context for s in chosen], [s.tokens for s in chosen],
+                         advantages, self.cfg.rollout.temperature, "policy")
+
+    def update_judge(self, ep: Episodes, judgement: Judgement, index: tuple[torch.Tensor, ...],
+                     advantages: torch.Tensor) -> PPOStats:
+        assert isinstance(judgement, TextJudgement)
+        b, t, j = (x.tolist() for x in index)
+        flat = [judgement.flat(bb, tt) for bb, tt in zip(b, t)]
+        return self._ppo(self.judge_lm, self.judge_opt, [judgement.prompts[k] for k in flat],
+                         [judgement.outputs[k][jj] for k, jj in zip(flat, j)], advantages,
+                         self.cfg.judge.temperature, "judge")
+
+    def _ppo(self, model, opt, contexts: list[list[int]], targets: list[list[int]], advantages: torch.Tensor,
+             temperature: float, name: str) -> PPOStats:
+        if not targets:
+            return PPOStats()
+        width = max(1, max(len(t) for t in targets))
+        device = next(model.parameters()).device
+        adv = advantages.to(device)
+
+        def log_prob(idx: torch.Tensor):
+            rows = idx.tolist()
+            return token_logprobs(model, [contexts[i] for i in rows], [targets[i] for i in rows], temperature, width)
+
+        model.train()
+        stats = ppo_update(model, opt, log_prob, adv, self.ppo, self.gen, name)
+        model.eval()
+        return stats
+
+    # -- the environment model ---------------------------------------------------------------
+    def critic_steps(self, ep: Episodes, judgement: Judgement, b: torch.Tensor,
+                     t: torch.Tensor) -> list[tuple[int, Any]]:
+        assert isinstance(ep, TextEpisodes)
+        return [(tt, ep.steps[bb][tt].info) for bb, tt in zip(b.tolist(), t.tolist())]
+
+    def critic_notes(self, ep: Episodes, judgement: Judgement, b: torch.Tensor, t: torch.Tensor) -> list[dict]:
+        assert isinstance(ep, TextEpisodes) and isinstance(judgement, TextJudgement)
+        notes = []
+        for bb, tt in zip(b.tolist(), t.tolist()):
+            step = ep.steps[bb][tt]
+            said = judgement.texts[judgement.flat(bb, tt)]
+            notes.append({"step": tt, "text": step.text[:NOTE_CHARS], "environment": step.observation[:NOTE_CHARS],
+                          "judge": [s[-NOTE_CHARS:] for s in said]})
+        return notes
+
+    def propose(self, requests: list[VariantRequest], tries: int, rng: np.random.Generator) -> list[Proposal]:
+        if self.env_lm is None:
+            return procedural_proposals(self.family, requests, tries, rng)
+        return env_model.propose(self.family, self.env_lm, self.env_tok, requests, tries, self.env_how, self.gen)
+
+    # -- what the console shows ----------------------------------------------------------------
+    def episode_events(self, ep: Episodes, judgement: Judgement, tasks: list[Task], slots: list[int],
+                       proposals: list[tuple[VariantRequest, Proposal]], decisions: list) -> list[tuple[str, dict]]:
+        assert isinstance(ep, TextEpisodes) and isinstance(judgement, TextJudgement)
+        return [samples.event(self.family, ep, judgement, slots, proposals, decisions)]
+
+    # -- checkpoint state ----------------------------------------------------------------------
+    def state_dict(self) -> dict:
+        """The trained weights (only the adapters when LoRA is on) and the optimisers."""
+        return {"policy": adapter_state(self.policy), "judge": adapter_state(self.judge_lm),
+                "policy_opt": self.policy_opt.state_dict(), "judge_opt": self.judge_opt.state_dict()}
+
+    def load_state_dict(self, state: dict) -> None:
+        load_adapter_state(self.policy, state["policy"])
+        load_adapter_state(self.judge_lm, state["judge"])
+        self.policy_opt.load_state_dict(state["policy_opt"])
+        self.judge_opt.load_state_dict(state["judge_opt"])

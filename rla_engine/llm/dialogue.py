@@ -1,0 +1,114 @@
+"""Text roll-outs: every episode of an iteration played turn by turn, all active episodes of a
+turn answered by one batched generation.
+
+A step is an exact span of sampled tokens with the context it was sampled after, so the policy's
+update scores the very tokens it sampled. A family whose lines are steps gets its response split
+after every token that holds a newline (a trailing span with no text joins the step before it).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import torch
+
+from ..loop.backend import Episodes
+from ..tasks.task import Task
+from .generation import Sampling, chat_ids, sample
+
+MAX_LINES = 32          # steps of one response at most; the rest of it joins the last step
+
+
+@dataclass
+class TextStep:
+    context: list[int]       # token ids the step was sampled after
+    tokens: list[int]        # the step's sampled tokens
+    text: str
+    observation: str = ""    # the environment's answer after it ("" inside a turn of several lines)
+    oracle: int = 0
+    info: dict = field(default_factory=dict)
+
+
+@dataclass
+class TextEpisodes(Episodes):
+    tasks: list[Task] = field(default_factory=list)           # per episode
+    steps: list[list[TextStep]] = field(default_factory=list)  # per episode, in order
+    instructions: list[str] = field(default_factory=list)     # per episode: the first user message
+    turn_of: list[list[int]] = field(default_factory=list)     # per episode: the turn of each step
+
+
+def split_lines(tokenizer, tokens: list[int]) -> list[list[int]]:
+    """The response's tokens cut after each token holding a newline (MAX_LINES spans at most)."""
+    spans: list[list[int]] = [[]]
+    for tok in tokens:
+        spans[-1].append(tok)
+        if "\n" in tokenizer.decode([tok]) and len(spans) < MAX_LINES:
+            spans.append([])
+    if not spans[-1]:
+        spans.pop()
+    if len(spans) > 1 and not tokenizer.decode(spans[-1], skip_special_tokens=True).strip():
+        spans[-2] += spans.pop()
+    return spans
+
+
+def play(family, model, tokenizer, tasks: list[Task], rollouts: int, how: Sampling,
+         gen: torch.Generator | None) -> TextEpisodes:
+    """Every task `rollouts` times; episode b plays task b // rollouts."""
+    n = len(tasks) * rollouts
+    ep_tasks = [tasks[b // rollouts] for b in range(n)]
+    instructions = [family.instruction(t) for t in ep_tasks]
+    dialogues = [[{"role": "user", "content": text}] for text in instructions]
+    episodes = [family.start(t) for t in ep_tasks]
+    budget = [family.turns(t) for t in ep_tasks]
+    steps: list[list[TextStep]] = [[] for _ in range(n)]
+    turn_of: list[list[int]] = [[] for _ in range(n)]
+    success = [False] * n
+    active = list(range(n))
+    turn = 0
+    while active:
+        prompts = [chat_ids(tokenizer, dialogues[b]) for b in active]
+        answers = sample(model, tokenizer, prompts, how, gen)
+        still = []
+        for b, prompt, tokens in zip(active, prompts, answers):
+            spans = split_lines(tokenizer, tokens) if family.lines_are_steps else [tokens]
+            spans = spans or [tokens]
+            texts = [tokenizer.decode(s, skip_special_tokens=True).strip("\n") for s in spans]
+            result = episodes[b].respond(texts)
+            before = list(prompt)
+            for k, (span, text) in enumerate(zip(spans, texts)):
+                last = k == len(spans) - 1
+                steps[b].append(TextStep(before, span, text, result.observation if last else "",
+                                         int(result.labels[k]), dict(result.infos[k])))
+                turn_of[b].append(turn)
+                before = before + span
+            response = tokenizer.decode(tokens, skip_special_tokens=True)
+            dialogues[b] += [{"role": "assistant", "content": response},
+                             {"role": "user", "content": result.observation}]
+            if result.done:
+                success[b] = bool(result.success)
+            elif turn + 1 < budget[b]:
+                still.append(b)
+        active = still
+        turn += 1
+    width = max(len(s) for s in steps)
+    mask = torch.zeros((n, width), dtype=torch.bool)
+    oracle = torch.zeros((n, width), dtype=torch.int8)
+    for b, s in enumerate(steps):
+        mask[b, :len(s)] = True
+        oracle[b, :len(s)] = torch.tensor([st.oracle for st in s], dtype=torch.int8)
+    return TextEpisodes(len(tasks), rollouts, mask=mask, oracle=oracle, success=torch.tensor(success),
+                        tasks=ep_tasks, steps=steps, instructions=instructions, turn_of=turn_of)
+
+
+def join(first: TextEpisodes, more: TextEpisodes) -> TextEpisodes:
+    """`first` followed by `more` (DAPO's extra draws), padded to the longer one."""
+    width = max(first.mask.shape[1], more.mask.shape[1])
+
+    def pad(x: torch.Tensor) -> torch.Tensor:
+        return torch.cat([x, x.new_zeros((x.shape[0], width - x.shape[1]))], 1)
+
+    return TextEpisodes(first.groups + more.groups, first.rollouts,
+                        mask=torch.cat([pad(first.mask), pad(more.mask)]),
+                        oracle=torch.cat([pad(first.oracle), pad(more.oracle)]),
+                        success=torch.cat([first.success, more.success]), tasks=first.tasks + more.tasks,
+                        steps=first.steps + more.steps, instructions=first.instructions + more.instructions,
+                        turn_of=first.turn_of + more.turn_of)

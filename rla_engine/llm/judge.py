@@ -1,0 +1,84 @@
+"""The generative step judge (SPEC §1, §4): a causal LM asked about one step at a time — the task,
+the steps before it, the step and what the environment answered — that reasons and ends with
+\\boxed{1} or \\boxed{-1}. Each step is judged m times; every sample keeps its text and tokens,
+because the judge is trained on its whole output.
+
+The judge sees what the policy saw and wrote and what the environment said, never the oracle's
+labels or the family's critic facts.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from ..loop.backend import Judgement
+from ..rewards import parse_verdict
+from .dialogue import TextEpisodes
+from .generation import Sampling, chat_ids, sample
+
+HISTORY_CHARS = 1500     # the earlier steps shown to the judge, cut from the front beyond this
+STEP_CHARS = 1000
+
+PROMPT = """You judge one step of an agent that is solving a task.
+
+Task given to the agent:
+{task}
+
+Earlier steps:
+{history}
+
+The step to judge:
+{step}
+
+What the environment answered:
+{observation}
+
+Is this step correct and useful for solving the task? Think briefly, then end your answer with
+\\boxed{{1}} if the step is good or \\boxed{{-1}} if it is bad."""
+
+
+def _cut(text: str, limit: int, front: bool = False) -> str:
+    if len(text) <= limit:
+        return text
+    return "…" + text[-limit:] if front else text[:limit] + "…"
+
+
+def step_prompt(ep: TextEpisodes, b: int, t: int) -> str:
+    steps = ep.steps[b]
+    lines = []
+    for s in steps[:t]:
+        lines.append(f"- {s.text}")
+        if s.observation:
+            lines.append(f"  (environment: {s.observation})")
+    history = _cut("\n".join(lines), HISTORY_CHARS, front=True) or "(none: this is the first step)"
+    step = steps[t]
+    return PROMPT.format(task=_cut(ep.instructions[b], STEP_CHARS), history=history,
+                         step=_cut(step.text, STEP_CHARS) or "(empty)",
+                         observation=_cut(step.observation, STEP_CHARS) or "(nothing yet)")
+
+
+@dataclass
+class TextJudgement(Judgement):
+    cells: list[tuple[int, int]]          # the (b, t) of each judged step, row-major
+    prompts: list[list[int]]              # per judged step
+    outputs: list[list[list[int]]]        # per judged step, its m samples' tokens
+    texts: list[list[str]]                # per judged step, its m samples decoded
+
+    def flat(self, b: int, t: int) -> int:
+        return self._where[(b, t)]
+
+    def __post_init__(self) -> None:
+        self._where = {cell: k for k, cell in enumerate(self.cells)}
+
+
+def judge(model, tokenizer, ep: TextEpisodes, m: int, how: Sampling, gen: torch.Generator | None) -> TextJudgement:
+    cells = [(int(b), int(t)) for b, t in ep.mask.nonzero().tolist()]
+    prompts = [chat_ids(tokenizer, [{"role": "user", "content": step_prompt(ep, b, t)}]) for b, t in cells]
+    answers = sample(model, tokenizer, prompts, how, gen, copies=m)
+    outputs = [answers[k * m:(k + 1) * m] for k in range(len(cells))]
+    texts = [[tokenizer.decode(a, skip_special_tokens=True) for a in outs] for outs in outputs]
+    verdicts = torch.zeros((*ep.mask.shape, m), dtype=torch.int8)
+    for (b, t), said in zip(cells, texts):
+        verdicts[b, t] = torch.tensor([parse_verdict(s) for s in said], dtype=torch.int8)
+    return TextJudgement(verdicts, cells, prompts, outputs, texts)
