@@ -46,7 +46,8 @@ def split_lines(tokenizer, tokens: list[int]) -> list[list[int]]:
     if not spans[-1]:
         spans.pop()
     if len(spans) > 1 and not tokenizer.decode(spans[-1], skip_special_tokens=True).strip():
-        spans[-2] += spans.pop()
+        tail = spans.pop()
+        spans[-1] += tail
     return spans
 
 

@@ -6,18 +6,20 @@ k = len(ops) in 1..8; "+" and "-" take 1..999, "*" takes 2..9; every running val
 included) stays an integer in 0..999. Names and items come from a small vocabulary so that the
 story's templates stay grammatical whatever a rewrite proposes.
 
-The policy answers in one turn, one step per line: `value = N` after each operation, then
-`\\boxed{N}`. Oracle label per line:
-- the j-th `value = N` line (j < k) is +1 iff N is operation j applied to the previous *written*
-  value (the start for j = 0), as the embedded arithmetic family judges a digit;
-- the first `\\boxed{N}` line is +1 iff N is the true answer;
-- anything else is −1 ("junk"): a blank line, prose, a value line past the k-th, any line after
-  the boxed one. Lines are matched case-insensitively, with surrounding spaces, `*`, `` ` `` and
-  `$` and a trailing period ignored.
-Success: the k value lines are all right, the boxed answer is right, and no *non-blank* junk line
-was written. A blank line is a bad step (it adds nothing) but does not fail the episode: the
-backend cuts steps at newline tokens, so a stray empty line is formatting, while prose between
-the lines is a different answer format, which the instruction rules out.
+The policy answers in one turn, one step per line, as asked: `value = N` after each operation,
+then `\\boxed{N}`. Lines are read leniently, because small models rarely keep a format they were
+shown once: a line's *last* integer is what it wrote ("14 + 1 = 15 apples" writes 15). In order:
+- the first k lines holding an integer are the value lines: the j-th is +1 iff its number is
+  operation j applied to the previous *written* value (the start for j = 0), as the embedded
+  arithmetic family judges a digit;
+- the next line holding an integer (or the first `\\boxed{N}` line, wherever it comes) is the
+  answer: +1 iff its number (the boxed one, if boxed) is the true answer;
+- anything else is −1 ("junk"): a line without a number, a blank line, a line after the answer.
+Lines are matched case-insensitively, with surrounding spaces, `*`, `` ` `` and `$` and a
+trailing period ignored.
+Success: the k value lines are all right and the answer is right; without an answer line, the
+k-th value stands for the answer. Junk lines are bad steps but do not fail the episode: prose
+between the lines is the model's business, the numbers are what is checked.
 
 The observation after the turn is neutral ("Answer received."): the judge reads it, and an
 outcome written there would let it label every line by the outcome.
@@ -42,7 +44,6 @@ from .text_arithmetic_shapes import LEVEL, Shape, edits, random_shape, realise, 
 from .text_support import checked, half, sample_near, variant_seed
 
 MAX_DELTA = 0.15
-_VALUE = re.compile(r"value\s*=\s*(-?\d{1,9})")
 _BOXED = re.compile(r"\\boxed\{([^{}]*)\}")
 _INT = re.compile(r"-?\d{1,9}")
 
@@ -93,35 +94,36 @@ class ArithmeticEpisode(TextEpisode):
         self.done = self.success = False
 
     def _line(self, line: str, state: dict) -> dict:
-        """One line's info; `state` carries the previous written value, the value lines seen,
-        whether the answer was given and whether a non-blank junk line failed the episode."""
+        """One line's info; `state` carries the previous written value, the value lines seen, the
+        answer once given and whether every value line was right."""
         s = _norm(line)
-        boxed = _BOXED.search(s) if s and not state["answered"] else None
-        value = _VALUE.fullmatch(s) if s and not boxed and not state["answered"] else None
-        if boxed:
-            state["answered"] = True
-            got = boxed.group(1).strip()
-            return {"kind": "answer", "op": None, "index": None,
-                    "right": bool(_INT.fullmatch(got)) and int(got) == self.answer}
-        if value and state["j"] < len(self.params["ops"]):
-            j, (op, n) = state["j"], self.params["ops"][state["j"]]
-            written = int(value.group(1))
-            right = written == apply_op(op, state["prev"], n)
-            state.update(j=j + 1, prev=written, all_right=state["all_right"] and right)
-            return {"kind": "value", "op": op, "index": j, "right": right}
-        state["failed"] |= bool(s)
-        return {"kind": "junk", "op": None, "index": None, "right": False}
+        if not s or state["answer"] is not None:
+            return {"kind": "junk", "op": None, "index": None, "right": False}
+        boxed = _BOXED.search(s)
+        numbers = _INT.findall(boxed.group(1) if boxed else s)
+        if not numbers:
+            if boxed:                   # a box without a number is a wrong answer, not prose
+                state["answer"] = -1
+                return {"kind": "answer", "op": None, "index": None, "right": False}
+            return {"kind": "junk", "op": None, "index": None, "right": False}
+        written = int(numbers[-1])
+        if boxed or state["j"] == len(self.params["ops"]):
+            state["answer"] = written
+            return {"kind": "answer", "op": None, "index": None, "right": written == self.answer}
+        j, (op, n) = state["j"], self.params["ops"][state["j"]]
+        right = written == apply_op(op, state["prev"], n)
+        state.update(j=j + 1, prev=written, all_right=state["all_right"] and right)
+        return {"kind": "value", "op": op, "index": j, "right": right}
 
     def respond(self, steps: list[str]) -> TurnResult:
         if self.done:
             infos = [{"kind": "junk", "op": None, "index": None, "right": False} for _ in steps]
             return TurnResult([-1] * len(steps), infos, "The episode is over.", True, self.success)
-        state = {"prev": self.params["start"], "j": 0, "answered": False, "failed": False, "all_right": True}
+        state: dict = {"prev": self.params["start"], "j": 0, "answer": None, "all_right": True}
         infos = [self._line(str(line), state) for line in steps]
-        answer_right = any(i["kind"] == "answer" and i["right"] for i in infos)
+        answer = state["answer"] if state["answer"] is not None else state["prev"]
         self.done = True
-        self.success = (state["j"] == len(self.params["ops"]) and state["all_right"] and answer_right
-                        and not state["failed"])
+        self.success = state["j"] == len(self.params["ops"]) and state["all_right"] and answer == self.answer
         return TurnResult([1 if i["right"] else -1 for i in infos], infos, "Answer received.", True, self.success)
 
 
@@ -143,8 +145,11 @@ class TextArithmeticFamily(TextFamily):
         return checked(self.name, task, lambda data: parse(data, None))[1]
 
     def instruction(self, task: Task) -> str:
+        # the worked example is for small models, which follow a shown format far better than a described one
         return (story(task.params) + "\nWrite one line per step: value = N (the number after that step). "
-                "Then a last line \\boxed{N} with the answer.")
+                "Then a last line \\boxed{N} with the answer.\n"
+                "Example: for \"Ann has 3 pens. Ann gets 4 more pens. Then Ann gives away 2 pens.\" write:\n"
+                "value = 7\nvalue = 5\n\\boxed{5}")
 
     def start(self, task: Task) -> TextEpisode:
         return ArithmeticEpisode(task.params)

@@ -51,13 +51,17 @@ def test_scripted_solver_succeeds_across_difficulties():
     # a wrong value is −1; the next is judged from the written (wrong) value, as the embedded family does
     (["value = 8", "value = 15", "value = 11", "\\boxed{11}"], [1, -1, 1, -1], False),
     (["value = 8", "value = 16", "value = 12", "\\boxed{13}"], [1, 1, 1, -1], False),
-    # a blank line is a bad step but does not fail the episode; prose does
+    # a blank line or prose is a bad step but does not fail the episode
     (["value = 8", "", "value = 16", "value = 12", "\\boxed{12}"], [1, -1, 1, 1, 1], True),
-    (["Let me think.", "value = 8", "value = 16", "value = 12", "\\boxed{12}"], [-1, 1, 1, 1, 1], False),
-    # a value line past the k-th, a line after the answer, a second answer
-    (["value = 8", "value = 16", "value = 12", "value = 12", "\\boxed{12}"], [1, 1, 1, -1, 1], False),
-    (["value = 8", "value = 16", "value = 12", "\\boxed{12}", "done"], [1, 1, 1, 1, -1], False),
-    (["value = 8", "value = 16", "value = 12", "\\boxed{12}", "\\boxed{12}"], [1, 1, 1, 1, -1], False),
+    (["Let me think.", "value = 8", "value = 16", "value = 12", "\\boxed{12}"], [-1, 1, 1, 1, 1], True),
+    # the line after the k-th value is the answer, boxed or not; anything after it is junk
+    (["value = 8", "value = 16", "value = 12", "value = 12", "\\boxed{12}"], [1, 1, 1, 1, -1], True),
+    (["value = 8", "value = 16", "value = 12", "value = 13"], [1, 1, 1, -1], False),
+    (["value = 8", "value = 16", "value = 12", "\\boxed{12}", "done"], [1, 1, 1, 1, -1], True),
+    (["value = 8", "value = 16", "value = 12", "\\boxed{12}", "\\boxed{13}"], [1, 1, 1, 1, -1], True),
+    # without an answer line the k-th value is the answer; a line's last number is what it wrote
+    (["value = 8", "value = 16", "value = 12"], [1, 1, 1], True),
+    (["5 + 3 = 8", "8 * 2 = 16 apples", "So 16 - 4 = 12."], [1, 1, 1], True),
     # the answer alone is right but the derivation is missing
     (["\\boxed{12}"], [1], False),
     (["value = 8", "value = 16", "\\boxed{12}"], [1, 1, 1], False),
