@@ -29,6 +29,11 @@ def rla(*args, db=None, timeout=120):
     (["--preset", "nope"], "preset"),
     (["--iterations", "0"], "run.iterations"),
     (["--set", "wrong"], "wrong"),
+    # language-model runs: a model that is not there, for each role, or none at all
+    (["--preset", "llm-tiny", "--set", "policy.model_path=/no/such/model"], "policy.model_path"),
+    (["--preset", "llm-tiny", "--set", "judge.model_path=/no/such/judge"], "judge.model_path"),
+    (["--preset", "llm-tiny", "--set", "env.model_path=/no/such/rewriter"], "env.model_path"),
+    (["--preset", "llm-tiny", "--set", "policy.model_path="], "task.family"),
 ])
 def test_invalid_config_exits_2_names_the_field_and_writes_nothing(tmp_path, args, field):
     db = tmp_path / "h.db"

@@ -14,7 +14,7 @@ import tomllib
 import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (QCheckBox, QComboBox, QDialogButtonBox, QDoubleSpinBox, QFileDialog, QLineEdit,
-                               QSpinBox)
+                               QSpinBox, QToolButton, QWidget)
 
 from rla_engine.ablation.arms import ARMS, AblationSpec
 from rla_engine.config import Config, merge, preset_data
@@ -57,6 +57,11 @@ def test_editor_kind_and_range_follow_type_and_metadata(panel):
         w, meta = panel.form.editors[key].widget, f.metadata
         if "choices" in meta:
             kind = QComboBox
+        elif meta.get("path") == "model":       # a model source: typed, picked from the built-ins, or browsed
+            kind = QWidget
+            combo = w.findChild(QComboBox)
+            assert combo.isEditable() and [combo.itemText(i) for i in range(combo.count())] == ["", *meta["sources"]]
+            assert w.findChild(QToolButton) is not None, key
         else:
             kind = {"int": QSpinBox, "float": QDoubleSpinBox, "bool": QCheckBox,
                     "list": QLineEdit, "str": QLineEdit}[f.type]
@@ -69,6 +74,16 @@ def test_editor_kind_and_range_follow_type_and_metadata(panel):
         assert w.toolTip() == meta["help"] and w.whatsThis() == meta["help"], key
     family = panel.form.editors["task.family"].widget
     assert [family.itemData(i) for i in range(family.count())] == family_names()
+
+
+def test_a_text_family_needs_a_model_and_the_model_field_takes_one(panel):
+    form = panel.form
+    form.editors["task.family"].set_value("text_arithmetic")
+    assert form.editors["task.family"].error() and "policy.model_path" in form.editors["task.family"].error()
+    assert not panel.start_button.isEnabled()
+    form.editors["policy.model_path"].set_value("tiny-random")
+    assert form.editors["task.family"].error() is None and panel.start_button.isEnabled()
+    assert form.config().policy.model_path == "tiny-random"
 
 
 # ----------------------------------------------------------------------------- start and validation
