@@ -28,7 +28,8 @@ def model_cache(tmp_path_factory):
 
 def test_the_llm_tiny_preset_runs_and_stores_what_the_console_shows(tmp_path, model_cache):
     db = tmp_path / "llm.db"
-    res = rla("run", "--preset", "llm-tiny", "--run-id", "lm", db=db, env=model_cache)
+    res = rla("run", "--preset", "llm-tiny", "--run-id", "lm", "--set", "eval.tasks_per_tier=1", db=db,
+              env=model_cache)
     assert res.returncode == 0, res.stderr[-3000:]
     store = open_store(db)
     run = store.get_run("lm")
@@ -38,7 +39,7 @@ def test_the_llm_tiny_preset_runs_and_stores_what_the_console_shows(tmp_path, mo
     kinds = [e["kind"] for e in store.events("lm")]
     assert kinds.count(EventKind.SAMPLES) == 3
     assert (db.parent / "checkpoints" / "lm").is_dir()
-    # resumable like any run: two more iterations from the last checkpoint
+    # resumable like any run: one more iteration from the last checkpoint
     res = rla("resume", "lm", "--iterations", "1", db=db, env=model_cache)
     assert res.returncode == 0, res.stderr[-3000:]
     assert open_store(db).get_run("lm")["iteration"] == 4
@@ -82,7 +83,8 @@ print(family_kind("parity"), "parity" in family_names("text"), "parity" in liste
 
 def test_a_plugin_family_runs(tmp_path, plugin_site, model_cache):
     db = tmp_path / "p.db"
-    res = rla("run", "--preset", "llm-tiny", "--set", "task.family=parity", "--iterations", "1", db=db,
+    res = rla("run", "--preset", "llm-tiny", "--set", "task.family=parity", "--iterations", "1",
+              "--set", "eval.every=5", db=db,
               env={**model_cache, "PYTHONPATH": str(plugin_site)})
     assert res.returncode == 0, res.stderr[-3000:]
     tasks = open_store(db).tasks(open_store(db).list_runs()[0]["id"])

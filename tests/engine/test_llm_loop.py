@@ -39,7 +39,10 @@ def without_perf(m):
 @pytest.mark.parametrize("family", TEXT_FAMILIES)
 def test_one_whole_iteration_of_each_text_family_is_stored(tmp_path, family):
     """rollout → judge → candidates → rewards → policy and judge updates → variants, into SQLite."""
-    cfg = llm_tiny("run.iterations=2", "eval.every=2", family=family)
+    # short answers and one easy eval task: tiny-random never finishes a text_world task, so every
+    # episode plays its whole turn budget
+    cfg = llm_tiny("run.iterations=2", "eval.every=2", "eval.tiers=[0.0]", "eval.tasks_per_tier=1",
+                   "task.dataset_high=0.0", "policy.max_new_tokens=8", "judge.max_new_tokens=8", family=family)
     tr = Trainer(cfg, torch.device("cpu"))
     before = [p.detach().clone() for p in tr.backend.judge_lm.parameters()]
     store = open_store(tmp_path / "llm.db")
@@ -86,15 +89,16 @@ def test_the_ppo_ratio_uses_the_sampling_log_probabilities():
 
 
 def test_a_resumed_run_continues_with_the_same_metrics(tmp_path):
-    cfg = llm_tiny("run.iterations=3", "eval.every=1")
+    cfg = llm_tiny("run.iterations=2", "eval.every=1", "eval.tiers=[0.1]", "policy.max_new_tokens=12",
+                   "judge.max_new_tokens=8")
     straight = Trainer(cfg, torch.device("cpu"))
-    expected = [without_perf(straight.step().metrics) for _ in range(3)]
+    expected = [without_perf(straight.step().metrics) for _ in range(2)]
     first = Trainer(cfg, torch.device("cpu"))
     first.step()
     path = checkpoint.save(tmp_path, 1, first.state_dict(), keep=2)
     again = Trainer(cfg, torch.device("cpu"))
     again.load_state_dict(checkpoint.load(path))
-    assert [without_perf(again.step().metrics) for _ in range(2)] == expected[1:]
+    assert without_perf(again.step().metrics) == expected[1]
 
 
 def test_the_checkpoint_holds_only_adapters_with_lora(tmp_path):
