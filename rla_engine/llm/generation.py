@@ -10,6 +10,7 @@ and KL are taken on exactly these numbers.
 """
 from __future__ import annotations
 
+import inspect
 from dataclasses import dataclass
 
 import torch
@@ -38,6 +39,13 @@ def chat_ids(tokenizer, messages: list[dict]) -> list[int]:
 
 def _model_device(model) -> torch.device:
     return next(model.parameters()).device
+
+
+def _keeps_logits(model) -> bool:
+    """Whether the model's forward takes `logits_to_keep` (the last k positions' logits only), as
+    transformers' causal LMs do since 4.49; peft's wrapper passes it on to the model it wraps."""
+    base = model.get_base_model() if hasattr(model, "get_base_model") else model
+    return "logits_to_keep" in inspect.signature(base.forward).parameters
 
 
 def _seed_from(gen: torch.Generator | None) -> None:
@@ -93,7 +101,8 @@ def _trim(row: list[int], eos: int | None, pad: int) -> list[int]:
 def token_logprobs(model, contexts: list[list[int]], targets: list[list[int]], temperature: float,
                    width: int) -> tuple[torch.Tensor, torch.Tensor]:
     """log p(target tokens | context) under logits / temperature, [n, width] with its mask; one
-    right-padded forward pass over context + target (gradients flow when enabled)."""
+    right-padded forward pass over context + target (gradients flow when enabled), whose logits are
+    computed from the shortest context's last token on (`logits_to_keep`), not for whole prompts."""
     device = _model_device(model)
     seq_len = max(len(c) + len(t) for c, t in zip(contexts, targets))
     n = len(contexts)
@@ -104,16 +113,20 @@ def token_logprobs(model, contexts: list[list[int]], targets: list[list[int]], t
         ids[i, :len(row)] = torch.tensor(row, dtype=torch.long)
         att[i, :len(row)] = 1
     ids, att = ids.to(device), att.to(device)
-    logits = model(input_ids=ids, attention_mask=att, use_cache=False).logits    # [n, L, V]
-    # the token at position p is predicted by the logits at p − 1
+    # the token at position p is predicted by the logits at p − 1: no row needs logits before
+    # `first`, so the vocabulary projection skips the shortest context (most of a prompt)
+    first = max(0, min(len(c) for c in contexts) - 1)
+    keep = {"logits_to_keep": seq_len - first} if first and _keeps_logits(model) else {}
+    logits = model(input_ids=ids, attention_mask=att, use_cache=False, **keep).logits   # [n, L − first, V]
+    offset = first if keep else 0
     pos = torch.zeros((n, width), dtype=torch.long)
     mask = torch.zeros((n, width), dtype=torch.bool)
     for i, (c, t) in enumerate(zip(contexts, targets)):
-        pos[i, :len(t)] = torch.arange(len(c) - 1, len(c) - 1 + len(t))
+        pos[i, :len(t)] = torch.arange(len(c) - 1, len(c) - 1 + len(t)) - offset
         mask[i, :len(t)] = True
     pos, mask = pos.to(device), mask.to(device)
     picked = logits.gather(1, pos.unsqueeze(-1).expand(-1, -1, logits.shape[-1]))      # [n, width, V]
     logp = functional.log_softmax(picked.float() / temperature, dim=-1)
-    tok = ids.gather(1, (pos + 1).clamp(max=seq_len - 1))
+    tok = ids.gather(1, (pos + offset + 1).clamp(max=seq_len - 1))
     out = logp.gather(-1, tok.unsqueeze(-1)).squeeze(-1)
     return torch.where(mask, out, torch.zeros_like(out)), mask
