@@ -19,7 +19,7 @@ import torch
 from torch.optim import optimizer as torch_optimizer
 
 from rla_engine.llm import backend as llm_backend
-from rla_engine.llm.backend import LLMBackend
+from rla_engine.llm.backend import LLMBackend, adamw
 from rla_engine.llm.dialogue import split_lines
 from rla_engine.llm.generation import Sampling, chat_ids, sample
 from rla_engine.loop.ppo import PPOSettings
@@ -174,7 +174,7 @@ class Ours:
     def __init__(self, model, tok, wl: Workload, device: torch.device, seed: int, lr: float, scoring: ScoringMeter):
         self.model, self.tok, self.wl, self.device = model, tok, wl, device
         self.gen = torch.Generator().manual_seed(seed)
-        self.opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=lr)
+        self.opt = adamw(model, lr)                  # the engine's own optimiser
         self.how = Sampling(wl.new_tokens, temperature=1.0, top_p=1.0, batch_size=wl.sequences)
         settings = PPOSettings(1, wl.sequences, 0.2, 0.01, micro_batch_size=wl.micro)
         self.backend = types.SimpleNamespace(ppo=settings, gen=self.gen)    # what _ppo reads of self

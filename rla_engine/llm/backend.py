@@ -47,6 +47,15 @@ def _load(key: str, path: str, device: str, dtype: str, trainable: bool):
         raise InputError(f"invalid config: {key} = {path!r}: cannot load the model ({type(e).__name__}: {e})") from None
 
 
+def adamw(model, lr: float) -> torch.optim.AdamW:
+    """AdamW over the model's trainable parameters, with torch's fused kernel where it has one for
+    their device: the same update in one pass over all tensors. On a CPU it steps SmolLM2's 135 M
+    parameters 5-9× faster than the default per-tensor loop (benchmarks/llm.py)."""
+    params = [q for q in model.parameters() if q.requires_grad]
+    fused = all(q.device.type in ("cpu", "cuda") and q.dtype.is_floating_point for q in params)
+    return torch.optim.AdamW(params, lr=lr, fused=fused or None)
+
+
 class LLMBackend(Backend):
     def __init__(self, cfg: Config, family, device: torch.device, gen: torch.Generator):
         self.cfg, self.family, self.gen = cfg, family, gen
@@ -61,9 +70,8 @@ class LLMBackend(Backend):
         if e.strategy == "rlanything" and e.proposer != "procedural":
             self.env_lm, self.env_tok = _load("env.model_path", e.model_path or p.model_path,
                                               _device(e.device, device), e.dtype, False)
-        trainable = lambda m: [q for q in m.parameters() if q.requires_grad]   # noqa: E731
-        self.policy_opt = torch.optim.AdamW(trainable(self.policy), lr=p.lr)
-        self.judge_opt = torch.optim.AdamW(trainable(self.judge_lm), lr=j.lr)
+        self.policy_opt = adamw(self.policy, p.lr)
+        self.judge_opt = adamw(self.judge_lm, j.lr)
         self.ppo = PPOSettings(p.ppo_epochs, p.minibatch_size, p.clip_eps, p.kl_beta,
                                micro_batch_size=p.micro_batch_size)
         batch = p.generation_batch_size
