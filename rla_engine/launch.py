@@ -66,18 +66,13 @@ def check_models(cfg: Config) -> None:
             raise InputError(f"invalid config: {key} = {path!r}: {reason}")
 
 
-def _trainer(cfg: Config, device):
-    from .loop.trainer import Trainer
-    return Trainer(cfg, device)
-
-
 def start_run(db_path: Path, run_id: str, cfg: Config, *, name: str | None = None, preset: str | None = None,
               config_file: str | None = None, group: str | None = None,
               out: Callable[[str], None] = _say) -> int:
     """Create run `run_id` from `cfg` and train it to `cfg.run.iterations`; return the exit code.
     The preset or config file names the run when `name` is not given, and is recorded with it."""
     from . import checkpoint
-    from .loop.trainer import resolve_device   # torch from here on
+    from .loop.trainer import Trainer, resolve_device   # torch from here on
     check_models(cfg)
     try:
         device = resolve_device(cfg.run.device)
@@ -89,7 +84,7 @@ def start_run(db_path: Path, run_id: str, cfg: Config, *, name: str | None = Non
     folder = checkpoint_folder(store, run_id)
     label = preset or (Path(config_file).stem if config_file else cfg.task.family)
     name = name or f"{label} {time.strftime('%Y-%m-%d %H:%M')}"
-    trainer = _trainer(cfg, device)
+    trainer = Trainer(cfg, device)
     # The starting state is checkpointed before the run row exists, so that every run a user can
     # see can be resumed, even one killed before its first iteration.
     checkpoint.save(folder, 0, trainer.state_dict(), cfg.run.keep_checkpoints)
@@ -122,7 +117,7 @@ def resume_run(db_path: Path, run_id: str, *, iterations: int | None = None, dev
     store = _open_for_engine(db_path, create=False)
     cfg = _resumable(store, run_id, iterations)
     from . import checkpoint
-    from .loop.trainer import resolve_device
+    from .loop.trainer import Trainer, resolve_device
     from .paths import checkpoints_dir, owned_by
     check_models(cfg)
     folder = checkpoints_dir(store.path, run_id)
@@ -140,7 +135,7 @@ def resume_run(db_path: Path, run_id: str, *, iterations: int | None = None, dev
         path, state, skipped = checkpoint.newest_good(folder, where)
     except checkpoint.CheckpointError as e:
         raise InputError(f"run {run_id} cannot be resumed: {e}") from None
-    trainer = _trainer(cfg, where)
+    trainer = Trainer(cfg, where)
     try:
         trainer.load_state_dict(state)
     except (RuntimeError, KeyError, ValueError, TypeError) as e:

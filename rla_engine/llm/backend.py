@@ -22,20 +22,14 @@ from .dialogue import TextEpisodes, join, play
 from .generation import Sampling, token_logprobs
 from .judge import TextJudgement, judge
 from .lora import adapter_state, apply_lora, load_adapter_state
-from .sources import load_model
+from .sources import load_model, resolve_device
 
 NOTE_CHARS = 400
 
 
 def _device(name: str, run_device: torch.device) -> str:
-    """A role's device: empty is the run's (already resolved), auto is CUDA when there is one."""
-    if name == "":
-        return str(run_device)
-    if name == "auto":
-        return "cuda" if torch.cuda.is_available() else "cpu"
-    if name.startswith("cuda") and not torch.cuda.is_available():
-        raise RuntimeError(f"a role's device is {name!r} but no CUDA device is available")
-    return name
+    """A role's device: empty is the run's (already resolved), anything else as sources reads it."""
+    return str(run_device) if name == "" else str(resolve_device(name))
 
 
 def _load(key: str, path: str, device: str, dtype: str, trainable: bool):
@@ -67,6 +61,9 @@ class LLMBackend(Backend):
             self.policy = apply_lora(self.policy, p.lora_rank, p.lora_alpha, 0.0)
             self.judge_lm = apply_lora(self.judge_lm, p.lora_rank, p.lora_alpha, 0.0)
         self.env_lm = self.env_tok = None
+        if e.strategy == "rlanything" and e.proposer == "procedural" and not family.has_procedural_model():
+            raise InputError(f"invalid config: env.proposer = 'procedural': {family.name} has no procedural "
+                             "environment model; must be auto or model")
         if e.strategy == "rlanything" and e.proposer != "procedural":
             self.env_lm, self.env_tok = _load("env.model_path", e.model_path or p.model_path,
                                               _device(e.device, device), e.dtype, False)

