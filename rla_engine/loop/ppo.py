@@ -26,6 +26,10 @@ class PPOSettings:
     entropy_coef: float = 0.0     # policy.entropy_coef; the judge's loss has none
     max_grad_norm: float = 1.0
     micro_batch_size: int = 0     # > 0: gradients accumulated over micro-batches of this many samples
+    # log π_old of the first minibatch from its own forward instead of a separate no-grad pass: one
+    # forward fewer per sample for a language model. The embedded networks keep the separate pass
+    # (it costs them little, and their float rounding, hence the pinned quickstart metrics, stays)
+    reuse_first_pass: bool = False
 
 
 @dataclass
@@ -44,11 +48,13 @@ LogProbs = torch.Tensor | tuple[torch.Tensor, torch.Tensor]
 def ppo_update(net: nn.Module, optimizer: torch.optim.Optimizer, log_prob: Callable[[torch.Tensor], LogProbs],
                advantages: torch.Tensor, settings: PPOSettings, generator: torch.Generator,
                name: str, entropy: Callable[[], torch.Tensor] | None = None) -> PPOStats:
-    """PPO-clip + k3 KL (SPEC §3). `log π_old` is taken once, before the first pass, and is also the
-    KL reference. Token-level samples: ratio and KL per token, averaged over the sample's tokens,
-    then over samples. `entropy()` (with settings.entropy_coef > 0) gives per-state entropies over
-    every visited state; each minibatch step subtracts entropy_coef × their mean, and with no
-    samples each epoch still makes one entropy-only step."""
+    """PPO-clip + k3 KL (SPEC §3). `log π_old` is the pre-update policy's, taken once before the first
+    optimiser step (a no-grad pass; with `reuse_first_pass`, the first minibatch's own forward
+    and a no-grad pass for the rest), and is also the KL reference. Token-level samples: ratio
+    and KL per token, averaged over the sample's tokens, then over samples. `entropy()` (with
+    settings.entropy_coef > 0) gives per-state entropies over every visited state; each
+    minibatch step subtracts entropy_coef × their mean, and with no samples each epoch still
+    makes one entropy-only step."""
     n = advantages.shape[0]
     bonus = entropy if entropy is not None and settings.entropy_coef > 0 else None
     if n == 0:
@@ -58,19 +64,24 @@ def ppo_update(net: nn.Module, optimizer: torch.optim.Optimizer, log_prob: Calla
                 _backward(-settings.entropy_coef * bonus().mean(), name)
                 _step(net, optimizer, settings, name)
         return PPOStats()
-    chunk = settings.micro_batch_size or max(settings.minibatch_size, 4096)
-    with torch.no_grad():
-        parts = [log_prob(idx) for idx in torch.arange(n, device=advantages.device).split(chunk)]
-    old = torch.cat([p[0] if isinstance(p, tuple) else p for p in parts])
+    perm = torch.randperm(n, generator=generator, device=generator.device).to(advantages.device)
+    reuse = settings.reuse_first_pass
+    old = _old_log_probs(log_prob, perm[settings.minibatch_size:] if reuse else torch.arange(n, device=perm.device),
+                         n, settings)
     total_loss = total_kl = 0.0
     batches = 0
-    for _ in range(settings.epochs):
-        perm = torch.randperm(n, generator=generator, device=generator.device).to(advantages.device)
+    for epoch in range(settings.epochs):
+        if epoch:
+            perm = torch.randperm(n, generator=generator, device=generator.device).to(advantages.device)
         for idx in perm.split(settings.minibatch_size):
             optimizer.zero_grad(set_to_none=True)
             micros = idx.split(settings.micro_batch_size) if settings.micro_batch_size else (idx,)
             for k, micro in enumerate(micros):
-                surrogate, kl = _terms(log_prob(micro), old[micro], advantages[micro], settings.clip_eps)
+                new = log_prob(micro)
+                if reuse and batches == 0:    # no step taken yet: log π_old is this very pass
+                    old = _keep(old, micro, new, n)
+                assert old is not None        # every row is set by the end of the first minibatch
+                surrogate, kl = _terms(new, old[micro], advantages[micro], settings.clip_eps)
                 loss = (-surrogate + settings.kl_beta * kl) * (len(micro) / len(idx))
                 if bonus is not None and k == len(micros) - 1:
                     loss = loss - settings.entropy_coef * bonus().mean()
@@ -84,6 +95,32 @@ def ppo_update(net: nn.Module, optimizer: torch.optim.Optimizer, log_prob: Calla
         if not math.isfinite(v):
             raise NonFiniteError(label, v)
     return stats
+
+
+def _old_log_probs(log_prob: Callable[[torch.Tensor], LogProbs], rows: torch.Tensor, n: int,
+                   settings: PPOSettings) -> torch.Tensor | None:
+    """log π_old of the samples `rows`, by a no-grad pass before any step; None when there are none.
+    With `reuse_first_pass` the rows are those outside the first minibatch, which needs no such
+    pass: no step has been taken when it is scored, so its own forward gives log π_old (`_keep`),
+    the ratio starts at exactly 1, and one epoch over one minibatch costs one forward + backward
+    per sample instead of two forwards + backward."""
+    if len(rows) == 0:
+        return None
+    chunk = settings.micro_batch_size or max(settings.minibatch_size, 4096)
+    old = None
+    with torch.no_grad():
+        for idx in rows.split(chunk):
+            old = _keep(old, idx, log_prob(idx), n)
+    return old
+
+
+def _keep(old: torch.Tensor | None, idx: torch.Tensor, new: LogProbs, n: int) -> torch.Tensor:
+    """`old` (made on first use, one row per sample) with the rows `idx` set to `new`, detached."""
+    values = (new[0] if isinstance(new, tuple) else new).detach()
+    if old is None:
+        old = values.new_zeros((n, *values.shape[1:]))
+    old[idx] = values
+    return old
 
 
 def _terms(new: LogProbs, old: torch.Tensor, adv: torch.Tensor, clip_eps: float) -> tuple[torch.Tensor, torch.Tensor]:
