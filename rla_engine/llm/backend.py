@@ -70,7 +70,7 @@ class LLMBackend(Backend):
         self.policy_opt = adamw(self.policy, p.lr)
         self.judge_opt = adamw(self.judge_lm, j.lr)
         self.ppo = PPOSettings(p.ppo_epochs, p.minibatch_size, p.clip_eps, p.kl_beta,
-                               micro_batch_size=p.micro_batch_size)
+                               micro_batch_size=p.micro_batch_size, reuse_first_pass=True)
         batch = p.generation_batch_size
         self.policy_how = Sampling(p.max_new_tokens, cfg.rollout.temperature, p.top_p,
                                    stop_at_newline=not family.lines_are_steps, batch_size=batch)
