@@ -1,8 +1,9 @@
 """Batched sampling and scoring with a causal LM: what every language-model role shares.
 
 Sampling goes through `model.generate` (KV cache, temperature, top-p, stop strings) in batches of
-left-padded prompts. Its randomness is torch's global generator, so each call is seeded from the
-run's own generator first: a run is reproducible and a resumed one continues the same stream.
+left-padded prompts; the copies of one prompt share its encoded prefix. Its randomness is torch's
+global generator, so each call is seeded from the run's own generator first: a run is reproducible
+and a resumed one continues the same stream.
 
 Scoring (`token_logprobs`) gives log-probabilities of given tokens after given contexts under
 logits / temperature, without top-p truncation (SPEC §3): the policy's and the judge's PPO ratio
@@ -82,11 +83,35 @@ def sample(model, tokenizer, prompts: list[list[int]], how: Sampling, gen: torch
             kw.update(do_sample=True, temperature=how.temperature, top_p=how.top_p, top_k=None)
         if how.stop_at_newline:
             kw.update(stop_strings=["\n"], tokenizer=tokenizer)
-        seqs = model.generate(input_ids=ids.to(device), attention_mask=att.to(device), **kw)
+        ids, att = ids.to(device), att.to(device)
+        if copies > 1:
+            kw.update(num_return_sequences=1, **_shared_prefix(model, ids, att, copies))
+            ids, att = ids.repeat_interleave(copies, 0), att.repeat_interleave(copies, 0)
+        seqs = model.generate(input_ids=ids, attention_mask=att, **kw)
         for row in seqs[:, width:].tolist():
             out.append(_trim(row, eos, pad))
     model.train(was_training)
     return out
+
+
+def _shared_prefix(model, ids: torch.Tensor, att: torch.Tensor, copies: int):
+    """The KV cache of every prompt but its last token, computed once and repeated for each copy:
+    `generate` with num_return_sequences would encode each prompt `copies` times, which is most of
+    the judge's cost on a CPU (its m samples share one long prompt). Positions as `generate`
+    numbers them for left-padded rows, so the cache is the one it would have built."""
+    pos = (att.cumsum(-1) - 1).masked_fill(att == 0, 0)
+    out = model(input_ids=ids[:, :-1], attention_mask=att[:, :-1], position_ids=pos[:, :-1], use_cache=True)
+    name = _cache_argument(model)
+    cache = out["cache"] if name == "cache" else out.past_key_values
+    cache.batch_repeat_interleave(copies)
+    return {name: cache}
+
+
+def _cache_argument(model) -> str:
+    """What `generate` calls a given KV cache: `cache` since transformers 5.x renamed it, else
+    `past_key_values`."""
+    base = model.get_base_model() if hasattr(model, "get_base_model") else model
+    return "cache" if "cache" in inspect.signature(base.forward).parameters else "past_key_values"
 
 
 def _trim(row: list[int], eos: int | None, pad: int) -> list[int]:

@@ -152,6 +152,23 @@ def test_generation_is_reproducible_from_the_runs_generator():
     assert a == b and len(a) == 3
 
 
+@pytest.mark.parametrize("lora", [0, 4])
+def test_copies_of_a_prompt_share_its_prefix_and_answer_as_the_prompt_repeated(lora):
+    """m judge samples encode their prompt once; with prompts of different lengths (left padding)
+    the greedy answers are those of each prompt asked m times over."""
+    if lora:
+        pytest.importorskip("peft")
+    from rla_engine.llm.generation import sample
+    tr = Trainer(llm_tiny(f"policy.lora_rank={lora}"), torch.device("cpu"))
+    model, tok = tr.backend.judge_lm, tr.backend.judge_tok
+    prompts = [chat_ids(tok, [{"role": "user", "content": text}])
+               for text in ("value = 3", "a much longer prompt about apples, pears and the number 12", "x")]
+    how = Sampling(10, greedy=True)
+    shared = sample(model, tok, prompts, how, None, copies=3)
+    repeated = sample(model, tok, [p for p in prompts for _ in range(3)], how, None)
+    assert shared == repeated and len(shared) == 9
+
+
 def test_a_family_without_a_procedural_model_refuses_env_proposer_procedural(monkeypatch):
     from rla_engine.errors import InputError
     from rla_engine.tasks.text_base import TextFamily
