@@ -33,6 +33,7 @@ DOOR_COLOR = QColor(140, 90, 50)      # keyrooms: a locked door
 KEY_COLOR = QColor(250, 215, 110)     # keyrooms: its key
 CELL_COLORS = {"#": WALL_COLOR, "D": DOOR_COLOR, "k": KEY_COLOR}
 EMPTY_TEXT = "no episode yet"
+TEXT_RUN_TEXT = "a language-model run: its episodes are text, in the Samples panel"
 
 # actions 0 up (y−1), 1 down (y+1), 2 left (x−1), 3 right (x+1) — gridworld.py
 MOVES = {0: (0, -1), 1: (0, 1), 2: (-1, 0), 3: (1, 0)}
@@ -237,17 +238,29 @@ class EpisodeViewPanel(QWidget):
     def __init__(self, session: RunSession | None = None, parent: QWidget | None = None):
         super().__init__(parent)
         self._payload: dict | None = None
+        self._empty_text = EMPTY_TEXT
         self.setMinimumSize(160, 120)
         self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Expanding)
         self.setAutoFillBackground(False)
         if session is not None:
-            session.cleared.connect(lambda: self.show_episode(None))
+            session.cleared.connect(self._cleared)
             session.events_added.connect(self.show_newest_episode)
+
+    def _cleared(self) -> None:
+        self._empty_text = EMPTY_TEXT
+        self.show_episode(None)
 
     def show_newest_episode(self, events: list[dict]) -> None:
         episodes = [e for e in events if e["kind"] == EventKind.EPISODE]
         if episodes:
             self.show_episode(episodes[-1]["payload"])
+        elif self._payload is None and any(e["kind"] == EventKind.SAMPLES for e in events):
+            self._empty_text = TEXT_RUN_TEXT       # not "yet": this run will never draw one here
+            self.update()
+
+    def empty_text(self) -> str:
+        """What the panel says while it has no episode to draw."""
+        return self._empty_text
 
     def payload(self) -> dict | None:
         return self._payload
@@ -269,7 +282,7 @@ class EpisodeViewPanel(QWidget):
             p.fillRect(self.rect(), pal.color(QPalette.ColorRole.Base))
             painter = PAINTERS.get(str(self._payload.get("family"))) if self._payload else None
             if painter is None or self._payload is None:
-                self._empty_state(p, rect, EMPTY_TEXT)
+                self._empty_state(p, rect, self._empty_text)
                 return
             try:
                 painter(p, rect, self._payload, pal)

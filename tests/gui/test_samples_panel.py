@@ -8,6 +8,7 @@ from rla_engine.config import build
 from rla_engine.store import open_store
 from rla_gui.main_window import MainWindow
 from rla_gui.panels import samples as S
+from rla_gui.panels import episode_view as EV
 from rla_gui.panels.episode_view import BAD_COLOR, GOOD_COLOR
 
 from gui_support import until
@@ -116,12 +117,14 @@ def test_the_window_has_a_samples_dock_tabified_with_the_episode(window):
     assert window.samples_dock in window.tabifiedDockWidgets(window.episode_dock)
     assert window.samples.stack.currentWidget() is window.samples.message
     assert window.samples.message.text() == S.EMPTY_TEXT
+    assert window.episode.empty_text() == EV.EMPTY_TEXT
     assert in_front(window.episode) and not in_front(window.samples)
 
 
 def test_the_newest_iteration_shows_its_trajectories_and_the_last_variants(window, drive):
     panel = open_run(window, drive, "lm", lm_ready)
     assert panel.stack.currentIndex() == 1 and in_front(window.samples)     # raised: no episode to show
+    assert window.episode.empty_text() == EV.TEXT_RUN_TEXT                 # and the episode dock says why
     assert panel.header.text() == "iteration 3 · text_arithmetic · 2 trajectories"
     assert items(panel.trajectories) == [f"slot 0  ✓  add 2 and 3 (iteration 3) {MARKUP}",
                                          "slot 3  ✗  multiply 4 by 6"]
@@ -190,6 +193,7 @@ def test_a_run_without_samples_shows_the_message_and_switching_back_shows_them(w
     panel = open_run(window, drive, "embedded", lambda p: p.payload is None)
     assert panel.stack.currentWidget() is panel.message and panel.variant_list.count() == 0
     assert in_front(window.episode) and not in_front(window.samples)    # the dock with something to show
+    assert window.episode.empty_text() == EV.EMPTY_TEXT                 # its own words again, not the LM run's
 
 
 def test_long_texts_are_cut(qtbot):
