@@ -19,10 +19,9 @@ import torch
 from torch.optim import optimizer as torch_optimizer
 
 from rla_engine.llm import backend as llm_backend
-from rla_engine.llm.backend import LLMBackend, adamw
+from rla_engine.llm.backend import LLMBackend, adamw, ppo_settings
 from rla_engine.llm.dialogue import split_lines
 from rla_engine.llm.generation import Sampling, chat_ids, sample
-from rla_engine.loop.ppo import PPOSettings
 from rla_engine.tasks import load_family
 from rla_engine.tasks.text_arithmetic import values
 
@@ -176,7 +175,7 @@ class Ours:
         self.gen = torch.Generator().manual_seed(seed)
         self.opt = adamw(model, lr)                  # the engine's own optimiser
         self.how = Sampling(wl.new_tokens, temperature=1.0, top_p=1.0, batch_size=wl.sequences)
-        settings = PPOSettings(1, wl.sequences, 0.2, 0.01, micro_batch_size=wl.micro)
+        settings = ppo_settings(1, wl.sequences, 0.2, 0.01, wl.micro)      # the engine's own
         self.backend = types.SimpleNamespace(ppo=settings, gen=self.gen)    # what _ppo reads of self
         self.generated = GenerateMeter(model, tok.eos_token_id, device)
         self.scoring = scoring

@@ -50,6 +50,14 @@ def adamw(model, lr: float) -> torch.optim.AdamW:
     return torch.optim.AdamW(params, lr=lr, fused=fused or None)
 
 
+def ppo_settings(epochs: int, minibatch_size: int, clip_eps: float, kl_beta: float,
+                 micro_batch_size: int) -> PPOSettings:
+    """The PPO of both trained roles: micro-batched, and log π_old from the first minibatch's own
+    forward (a forward pass of a language model is what an update costs)."""
+    return PPOSettings(epochs, minibatch_size, clip_eps, kl_beta, micro_batch_size=micro_batch_size,
+                       reuse_first_pass=True)
+
+
 class LLMBackend(Backend):
     def __init__(self, cfg: Config, family, device: torch.device, gen: torch.Generator):
         self.cfg, self.family, self.gen = cfg, family, gen
@@ -69,8 +77,7 @@ class LLMBackend(Backend):
                                               _device(e.device, device), e.dtype, False)
         self.policy_opt = adamw(self.policy, p.lr)
         self.judge_opt = adamw(self.judge_lm, j.lr)
-        self.ppo = PPOSettings(p.ppo_epochs, p.minibatch_size, p.clip_eps, p.kl_beta,
-                               micro_batch_size=p.micro_batch_size, reuse_first_pass=True)
+        self.ppo = ppo_settings(p.ppo_epochs, p.minibatch_size, p.clip_eps, p.kl_beta, p.micro_batch_size)
         batch = p.generation_batch_size
         self.policy_how = Sampling(p.max_new_tokens, cfg.rollout.temperature, p.top_p,
                                    stop_at_newline=not family.lines_are_steps, batch_size=batch)
