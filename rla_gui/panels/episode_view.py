@@ -295,4 +295,4 @@ class EpisodeViewPanel(QWidget):
 
     def _empty_state(self, p: QPainter, rect: QRectF, text: str) -> None:
         p.setPen(self.palette().color(QPalette.ColorRole.PlaceholderText))
-        p.drawText(rect, Qt.AlignmentFlag.AlignCenter, text)
+        p.drawText(rect, int(Qt.AlignmentFlag.AlignCenter | Qt.TextFlag.TextWordWrap), text)   # a narrow dock wraps it
