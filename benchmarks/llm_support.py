@@ -2,7 +2,8 @@
 step of ours (the engine's own functions) and a TRL GRPOTrainer that runs ours between its steps.
 
 Both sides are measured by the same instruments: `GenerateMeter` wraps `model.generate` (time and
-new tokens), `OptimizerMeter` times every `optimizer.step()` through torch's global optimizer hooks,
+new tokens; ours' sampling time is the whole `generation.sample` call, whose shared prompt prefill
+runs before `generate`), `OptimizerMeter` times every `optimizer.step()` through torch's global optimizer hooks,
 and a step is timed from its first instruction to the end of its optimizer step. Timers
 synchronise the GPU first when the model is on one.
 """
@@ -198,6 +199,8 @@ class Ours:
         start_peak(self.device)
         t0 = now(self.device)
         answers = sample(self.model, self.tok, wl.prompts, self.how, self.gen, copies=wl.group)
+        # sampling time is all of `sample`: the prompts' shared prefill runs before model.generate
+        gen_s = now(self.device) - t0
         texts = self.tok.batch_decode(answers, skip_special_tokens=True)
         _ = [reward(t, wl.answers[i // wl.group]) for i, t in enumerate(texts)]  # outcome, as TRL's
         contexts = [wl.prompts[i // wl.group] for i in range(len(answers))]
@@ -206,7 +209,7 @@ class Ours:
         step_s = now(self.device) - t0
         self.last = (contexts, answers, adv)
         parts = {"old pass": self.scoring.old, "forward": self.scoring.forward}
-        return Record(step_s, self.generated.seconds, self.generated.tokens, sum(len(a) for a in answers),
+        return Record(step_s, gen_s, self.generated.tokens, sum(len(a) for a in answers),
                       opt_meter.seconds, peak(self.device), parts)
 
     def update(self, contexts: list[list[int]], targets: list[list[int]], adv: torch.Tensor) -> float:

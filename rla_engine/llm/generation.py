@@ -11,8 +11,10 @@ and KL are taken on exactly these numbers.
 """
 from __future__ import annotations
 
+import functools
 import inspect
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 from torch.nn import functional
@@ -42,11 +44,22 @@ def _model_device(model) -> torch.device:
     return next(model.parameters()).device
 
 
+def _forward_takes(model, argument: str) -> bool:
+    """Whether the model's forward (the wrapped model's, under peft, which passes arguments on)
+    takes `argument`; read once per model class, not on every call."""
+    base = model.get_base_model() if hasattr(model, "get_base_model") else model
+    return argument in _forward_parameters(base.__class__)
+
+
+@functools.cache
+def _forward_parameters(cls: Any) -> frozenset[str]:
+    return frozenset(inspect.signature(cls.forward).parameters)
+
+
 def _keeps_logits(model) -> bool:
     """Whether the model's forward takes `logits_to_keep` (the last k positions' logits only), as
-    transformers' causal LMs do since 4.49; peft's wrapper passes it on to the model it wraps."""
-    base = model.get_base_model() if hasattr(model, "get_base_model") else model
-    return "logits_to_keep" in inspect.signature(base.forward).parameters
+    transformers' causal LMs do since 4.49."""
+    return _forward_takes(model, "logits_to_keep")
 
 
 def _seed_from(gen: torch.Generator | None) -> None:
@@ -110,8 +123,7 @@ def _shared_prefix(model, ids: torch.Tensor, att: torch.Tensor, copies: int):
 def _cache_argument(model) -> str:
     """What `generate` calls a given KV cache: `cache` since transformers 5.x renamed it, else
     `past_key_values`."""
-    base = model.get_base_model() if hasattr(model, "get_base_model") else model
-    return "cache" if "cache" in inspect.signature(base.forward).parameters else "past_key_values"
+    return "cache" if _forward_takes(model, "cache") else "past_key_values"
 
 
 def _trim(row: list[int], eos: int | None, pad: int) -> list[int]:
