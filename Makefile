@@ -11,14 +11,15 @@ setup: $(STAMP)
 # torch is pinned first so the project's `torch>=2.4` is already satisfied by the CPU build
 # (a bare torch requirement would otherwise pull a multi-GB CUDA build).
 # pip's chatter goes to .venv/setup.log and is shown only if the setup fails.
-# The test, lint and llm extras are installed too: `make test` and `make lint` share the one venv, and
-# the language-model tests run everywhere (transformers, no model downloads: tests build tiny ones).
+# The test, lint, llm and ray extras are installed too: `make test` and `make lint` share the one venv, the
+# language-model tests run everywhere (transformers, no model downloads: tests build tiny ones), and so do
+# the Ray executor's (a two-node Ray cluster on this machine).
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	@echo "setting up $(VENV) (torch CPU build, then the project with its test extra)…"
 	@{ $(BIN)/python -m pip install --upgrade pip && \
 	   $(BIN)/python -m pip install torch==2.13.0 && \
-	   $(BIN)/python -m pip install -e '.[test,lint,llm]'; } > $(VENV)/setup.log 2>&1 \
+	   $(BIN)/python -m pip install -e '.[test,lint,llm,ray]'; } > $(VENV)/setup.log 2>&1 \
 	   || { cat $(VENV)/setup.log; echo "setup failed (log: $(VENV)/setup.log)"; exit 1; }
 	@touch $(STAMP)
 

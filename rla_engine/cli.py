@@ -13,7 +13,7 @@ from pathlib import Path
 from . import metrics
 from .ablation.arms import ARMS
 from .config import ConfigError, build, preset_description, preset_names
-from .errors import InputError
+from .errors import ExecutorError, InputError
 from .export import DATA_FORMATS
 from .export.bundles import read_bundles
 from .export.command import run_export
@@ -47,6 +47,7 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--name")
     run.add_argument("--run-id", help=argparse.SUPPRESS)     # given by the console
     run.add_argument("--group", help="group id shared by related runs (an ablation)")
+    run.add_argument("--executor", choices=("local", "ray"), help="where the work runs (executor.kind)")
 
     abl = sub.add_parser("ablate", help="run the arms of an ablation at an equal environment-step budget under one "
                                         "group (a rerun resumes it) and print its results table")
@@ -58,7 +59,11 @@ def _parser() -> argparse.ArgumentParser:
                      help="environment steps per run; a run stops once it has taken them")
     abl.add_argument("--arms", help=f"comma-separated arms (default: all of {', '.join(ARMS)})")
     abl.add_argument("--group", help="the group id (default: ablate-<preset>-<budget>); runs are <group>.<arm>.s<seed>")
-    abl.add_argument("--jobs", type=int, default=1, help="runs at a time (each uses one core)")
+    abl.add_argument("--jobs", type=int, help="runs at a time (default: 1, each using one core; with --executor ray "
+                                              "as many as the cluster holds)")
+    abl.add_argument("--executor", choices=("local", "ray"),
+                     help="ray: every run's loop is an actor the Ray cluster places (executor.address, "
+                          "else a cluster started here); the rows still come to this database")
     abl.add_argument("--out", help="where the table is saved (default: <group>.md, with <group>.json and "
                                    "the runs' logs in <group>.logs/)")
 
@@ -106,7 +111,8 @@ def _run_id(text: str) -> str:
 
 # -- run / resume ---------------------------------------------------------------------------
 def cmd_run(a) -> int:
-    cfg = build(preset=a.preset, config_file=a.config, sets=a.set,
+    sets = [*a.set, *([f"executor.kind={a.executor}"] if a.executor else [])]
+    cfg = build(preset=a.preset, config_file=a.config, sets=sets,
                 iterations=a.iterations, seed=a.seed, device=a.device)
     run_id = _run_id(a.run_id) if a.run_id is not None else new_run_id()
     return start_run(_db_path(a.db), run_id, cfg, name=a.name, preset=a.preset, config_file=a.config,
@@ -116,9 +122,10 @@ def cmd_run(a) -> int:
 def cmd_ablate(a) -> int:
     from .ablation import arms as ablation_arms
     from .ablation import execute, results
-    base = build(preset=a.preset, config_file=a.config, sets=a.set)
+    on_ray = ["executor.kind=ray", "executor.distribute=run"] if a.executor == "ray" else []
+    base = build(preset=a.preset, config_file=a.config, sets=[*a.set, *on_ray])
     seeds, arms = ablation_arms.parse_seeds(a.seeds), ablation_arms.parse_arms(a.arms)
-    if a.jobs < 1:
+    if a.jobs is not None and a.jobs < 1:
         raise InputError(f"--jobs {a.jobs}: must be ≥ 1")
     label = a.preset or (Path(a.config).stem if a.config else base.task.family)
     group = ablation_arms.check_group(a.group or f"ablate-{label}-{a.budget}")
@@ -127,8 +134,15 @@ def cmd_ablate(a) -> int:
     out = Path(a.out) if a.out else Path(f"{group}.md")
     print(f"ablation {group}: {len(arms)} arms × {len(seeds)} seeds, {a.budget:,} environment steps per run, "
           f"database {store.path}", flush=True)
-    failed = execute.execute(store, planned, group, jobs=a.jobs, log_dir=out.with_suffix(".logs"),
-                             say=lambda line: print(line, flush=True), preset=a.preset)
+    say = lambda line: print(line, flush=True)   # noqa: E731
+    if base.executor.kind == "ray":
+        from .ablation import cluster
+        with cluster.joined(base, a.jobs, say) as (jobs, env):
+            failed = execute.execute(store, planned, group, jobs=jobs, log_dir=out.with_suffix(".logs"),
+                                     say=say, preset=a.preset, env=env)
+    else:
+        failed = execute.execute(store, planned, group, jobs=a.jobs or 1, log_dir=out.with_suffix(".logs"),
+                                 say=say, preset=a.preset)
     table = results.collect(store, planned)
     seeds_text = ",".join(map(str, seeds))
     text = results.markdown(table, f"{group}: {label}, {a.budget:,} environment steps per run, seeds {seeds_text}")
@@ -260,6 +274,9 @@ def main(argv: list[str] | None = None) -> int:
     except (ConfigError, InputError, StoreError) as e:
         print(f"rla: {_one_line(e)}", file=sys.stderr)
         return 2
+    except ExecutorError as e:                # the cluster could not start the run's workers
+        print(f"rla: {_one_line(e)}", file=sys.stderr)
+        return 1
     except (OSError, sqlite3.Error) as e:     # a runtime failure outside a run (a run reports its own)
         print(f"rla: {type(e).__name__}: {_one_line(e)}", file=sys.stderr)
         return 1

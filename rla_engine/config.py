@@ -187,6 +187,37 @@ class RunConfig:
                                     "(when its pid cannot be checked).", min=1.0, max=86400.0)
 
 
+_RAY = "Ray executor: "
+
+
+@dataclass
+class ExecutorConfig:
+    kind: str = _f("local", "Where the run's work happens: local (this process) or ray (a Ray cluster; needs "
+                            "the ray extra: pip install 'rlanything[ray]').", choices=("local", "ray"))
+    address: str = _f("", _RAY + "the cluster to join, e.g. auto or 10.0.0.5:6379 (empty: start a cluster on "
+                               "this machine for the run).")
+    distribute: str = _f("roles", _RAY + "roles: rollout, judge and environment-model workers are actors and "
+                                       "the loop stays in this process; run: the whole loop is one actor where "
+                                       "the cluster places it (rla ablate --executor ray), rows still stored here.",
+                         choices=("roles", "run"))
+    rollout_workers: int = _f(1, _RAY + "rollout workers; an iteration's tasks are split among them.",
+                              min=1, max=1024)
+    judge_workers: int = _f(1, _RAY + "judge workers; an iteration's steps are split among them.", min=1, max=1024)
+    placement: str = _f("pack", _RAY + "pack the roles onto as few nodes as possible, or spread them.",
+                        choices=("pack", "spread"))
+    rollout_cpus: float = _f(1.0, _RAY + "CPUs of one rollout worker.", min=0.0, min_exclusive=True, max=1024.0)
+    rollout_gpus: float = _f(0.0, _RAY + "GPUs of one rollout worker (a fraction shares a GPU).", min=0.0, max=64.0)
+    judge_cpus: float = _f(0.5, _RAY + "CPUs of one judge worker.", min=0.0, min_exclusive=True, max=1024.0)
+    judge_gpus: float = _f(0.0, _RAY + "GPUs of one judge worker.", min=0.0, max=64.0)
+    env_cpus: float = _f(0.5, _RAY + "CPUs of the environment model.", min=0.0, min_exclusive=True, max=1024.0)
+    env_gpus: float = _f(0.0, _RAY + "GPUs of the environment model.", min=0.0, max=64.0)
+    run_cpus: float = _f(1.0, _RAY + "CPUs of the run's actor when distribute = run.", min=0.0,
+                         min_exclusive=True, max=1024.0)
+    run_gpus: float = _f(0.0, _RAY + "GPUs of the run's actor when distribute = run.", min=0.0, max=64.0)
+    restarts: int = _f(3, _RAY + "times a dead worker is restarted (its work resubmitted with the same seed) "
+                                 "within one call before the iteration fails.", min=0, max=100)
+
+
 @dataclass
 class Config:
     task: TaskConfig = field(default_factory=TaskConfig)
@@ -196,6 +227,7 @@ class Config:
     env: EnvConfig = field(default_factory=EnvConfig)
     eval: EvalConfig = field(default_factory=EvalConfig)
     run: RunConfig = field(default_factory=RunConfig)
+    executor: ExecutorConfig = field(default_factory=ExecutorConfig)
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)

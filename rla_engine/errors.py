@@ -5,3 +5,7 @@ from __future__ import annotations
 
 class InputError(Exception):
     """Invalid input: printed as one line, exit code 2."""
+
+
+class ExecutorError(RuntimeError):
+    """The Ray cluster failed the run: workers that could not start, or died more often than allowed."""

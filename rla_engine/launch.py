@@ -72,26 +72,23 @@ def start_run(db_path: Path, run_id: str, cfg: Config, *, name: str | None = Non
     """Create run `run_id` from `cfg` and train it to `cfg.run.iterations`; return the exit code.
     The preset or config file names the run when `name` is not given, and is recorded with it."""
     from . import checkpoint
-    from .loop.trainer import Trainer, resolve_device   # torch from here on
     check_models(cfg)
-    try:
-        device = resolve_device(cfg.run.device)
-    except RuntimeError as e:
-        raise InputError(f"invalid config: run.device = {cfg.run.device!r}: {e}") from None
+    check_executor(cfg)
     store = _open_for_engine(db_path, create=True)
     if store.run_exists(run_id):
         raise InputError(f"run id {run_id!r} already exists in {store.path}")
     folder = checkpoint_folder(store, run_id)
     label = preset or (Path(config_file).stem if config_file else cfg.task.family)
     name = name or f"{label} {time.strftime('%Y-%m-%d %H:%M')}"
-    trainer = Trainer(cfg, device)
+    trainer = make_trainer(cfg, cfg.run.device, lambda e: f"invalid config: run.device = {cfg.run.device!r}: {e}")
+    device = trainer.device
     # The starting state is checkpointed before the run row exists, so that every run a user can
     # see can be resumed, even one killed before its first iteration.
     checkpoint.save(folder, 0, trainer.state_dict(), cfg.run.keep_checkpoints)
     store.create_run(run_id, name=name, preset=preset or (Path(config_file).name if config_file else ""),
                      config=cfg.to_dict(), device=str(device), group_id=group,
                      first_events=[(EventKind.STARTED, {"device": str(device), "target": cfg.run.iterations})],
-                     first_tasks=trainer.pool.take_dirty_rows())
+                     first_tasks=trainer.task_rows(live=False))
     out(f"run {run_id} ({name}) on {device}, database {store.path}")
     return drive(store, run_id, trainer, cfg.run.iterations, out)
 
@@ -117,25 +114,23 @@ def resume_run(db_path: Path, run_id: str, *, iterations: int | None = None, dev
     store = _open_for_engine(db_path, create=False)
     cfg = _resumable(store, run_id, iterations)
     from . import checkpoint
-    from .loop.trainer import Trainer, resolve_device
     from .paths import checkpoints_dir, owned_by
     check_models(cfg)
+    check_executor(cfg)
     folder = checkpoints_dir(store.path, run_id)
     if not owned_by(folder, store.path):
         raise InputError(f"the checkpoints of run {run_id} in {folder} belong to another database "
                          "(an imported copy has no checkpoints of its own)")
-    try:
-        where = resolve_device(device or cfg.run.device)
-    except RuntimeError as e:
-        raise InputError(f"cannot resume on {device or cfg.run.device}: {e} (try --device cpu)") from None
-    if device:
-        cfg.run.device = device
     checkpoint.clean_tmp(folder)
     try:
-        path, state, skipped = checkpoint.newest_good(folder, where)
+        path, state, skipped = checkpoint.newest_good(folder, "cpu")
     except checkpoint.CheckpointError as e:
         raise InputError(f"run {run_id} cannot be resumed: {e}") from None
-    trainer = Trainer(cfg, where)
+    trainer = make_trainer(cfg, device or cfg.run.device,
+                           lambda e: f"cannot resume on {device or cfg.run.device}: {e} (try --device cpu)")
+    where = trainer.device
+    if device:
+        cfg.run.device = device
     try:
         trainer.load_state_dict(state)
     except (RuntimeError, KeyError, ValueError, TypeError) as e:
@@ -146,7 +141,7 @@ def resume_run(db_path: Path, run_id: str, *, iterations: int | None = None, dev
     # commands left for the dead engine (a pause, a stop) are not orders for this one
     store.expire_commands(run_id, "rejected: the engine restarted before applying it")
     store.rewind(run_id, k)
-    store.write_tasks(run_id, trainer.pool.live_rows())
+    store.write_tasks(run_id, trainer.task_rows(live=True))
     for bad, reason in skipped:
         store.add_event(run_id, k, EventKind.CHECKPOINT_SKIPPED, {"checkpoint": bad.name, "reason": reason})
         out(f"skipped damaged checkpoint {bad.name}: {reason}")
@@ -158,4 +153,32 @@ def resume_run(db_path: Path, run_id: str, *, iterations: int | None = None, dev
 def drive(store: Store, run_id: str, trainer, target: int, out: Callable[[str], None] = _say) -> int:
     """Run the trainer to `target` under a Runner (commands, heartbeat, checkpoints); its exit code."""
     from .runner import Runner
-    return Runner(store, run_id, trainer, target, out=out).run()
+    try:
+        return Runner(store, run_id, trainer, target, out=out).run()
+    finally:
+        trainer.close()
+
+
+def check_executor(cfg: Config) -> None:
+    """A Ray run needs Ray installed: said before anything is created (exit code 2)."""
+    import importlib.util
+    if cfg.executor.kind == "ray" and importlib.util.find_spec("ray") is None:
+        raise InputError("invalid config: executor.kind = 'ray': Ray is not installed "
+                         "(pip install 'rlanything[ray]')")
+
+
+def make_trainer(cfg: Config, device: str, unusable: Callable[[Exception], str]):
+    """The run's loop: a Trainer in this process on `device`, or, with executor.distribute = run
+    on Ray, a handle on one the cluster places (its device is chosen there)."""
+    if cfg.executor.kind == "ray" and cfg.executor.distribute == "run":
+        from .loop.remote_run import RemoteTrainer
+        cfg.run.device = device
+        return RemoteTrainer(cfg)
+    from .loop.trainer import Trainer, resolve_device   # torch from here on
+    try:
+        where = resolve_device(device)
+    except RuntimeError as e:
+        raise InputError(unusable(e)) from None
+    trainer = Trainer(cfg, where)
+    trainer.device = where
+    return trainer

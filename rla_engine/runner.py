@@ -18,6 +18,7 @@ from collections.abc import Callable
 
 from . import checkpoint
 from . import metrics
+from .loop.executor import Interrupted
 from .loop.ppo import NonFiniteError
 from .loop.trainer import IterationResult, Trainer
 from .paths import checkpoints_dir, claim
@@ -26,6 +27,7 @@ from .vocabulary import CommandKind, EventKind, Status
 
 HEARTBEAT_S = 1.0
 PAUSE_POLL_S = 0.1
+STOP_PEEK_S = 0.2        # how often a wait on Ray workers looks for a stop command
 # A full disk must not swallow the failure it causes: this much room is held back and given up
 # to write the run's last words (a few WAL pages, with room to spare).
 RESERVE_BYTES = 1 << 20
@@ -68,6 +70,9 @@ class Runner:
         self.stop_reason: str | None = None
         self._last_time = time.perf_counter()
         self._last_eval: float | None = None
+        self.abandoned: int | None = None    # an iteration a stop cut short: its state is never saved
+        self._last_peek = 0.0
+        trainer.set_interrupt(self._stop_requested)
 
     # -- signals ---------------------------------------------------------------------------
     def _on_signal(self, signum, _frame) -> None:
@@ -118,7 +123,13 @@ class Runner:
                     return self._finish(Status.STOPPED, {"reason": self.stop_reason})
                 n = tr.iteration + 1
                 self.phase = f"iteration {n}"
-                result = tr.step(final=n == self.target)
+                try:
+                    result = tr.step(final=n == self.target)
+                except Interrupted as e:
+                    self.abandoned = n
+                    self._apply_commands()   # the stop that cut the iteration short is answered
+                    return self._finish(Status.STOPPED, {"reason": self.stop_reason or "stop",
+                                                         "abandoned_iteration": n, "detail": str(e)})
                 t = time.perf_counter()
                 self.phase = f"iteration {n} (storing it)"
                 self.store.commit_iteration(self.run_id, result.iteration, env_steps=result.env_steps,
@@ -146,7 +157,8 @@ class Runner:
                               {"iteration": self.committed + 1, "error": f"{type(e).__name__}: {e}"})
 
     def _finish(self, status: str, payload: dict) -> int:
-        self._checkpoint()
+        if self.abandoned is None:    # else the last checkpoint stands: a half-done iteration is no state
+            self._checkpoint()
         self.store.end_run(self.run_id, self.committed, status, payload)
         self.out(f"run {self.run_id} {status} at iteration {self.committed}")
         return 0
@@ -175,6 +187,21 @@ class Runner:
         self.phase = f"checkpoint of iteration {self.trainer.iteration}"
         return checkpoint.save(self.ckpt_dir, self.trainer.iteration, self.trainer.state_dict(),
                                self.cfg.run.keep_checkpoints)
+
+    def _stop_requested(self) -> bool:
+        """Asked while an executor waits on its workers: a signal, or a stop command waiting in the
+        database (looked for every STOP_PEEK_S; applied, as every command, at the boundary)."""
+        if self.stop_reason is not None:
+            return True
+        now = time.monotonic()
+        if now - self._last_peek < STOP_PEEK_S:
+            return False
+        self._last_peek = now
+        try:
+            return any(c["kind"] == CommandKind.STOP and c["problem"] is None
+                       for c in self.store.pending_commands(self.run_id))
+        except Exception:   # a locked moment: the next look, or the boundary, finds it
+            return False
 
     # -- commands --------------------------------------------------------------------------
     def _apply_commands(self) -> None:

@@ -55,6 +55,8 @@ class EventKind(StrEnum):
     REWOUND = "rewound"                          # a resume deleted iterations after its checkpoint
     RESUMED_FROM_CHECKPOINT = "resumed_from_checkpoint"
     CHECKPOINT_SKIPPED = "checkpoint_skipped"    # a damaged checkpoint passed over on resume
+    PLACED = "placed"                            # Ray executor: where the run's workers (or the run) are
+    WORKER_RESTARTED = "worker_restarted"        # a dead Ray worker replaced, its work resubmitted
 
 
 class TaskStatus(StrEnum):

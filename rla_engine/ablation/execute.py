@@ -7,6 +7,7 @@ process that runs them.
 """
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import tempfile
@@ -55,8 +56,9 @@ def _command(run: PlannedRun, action: str, db: Path, group: str, config_dir: Pat
 
 
 def execute(store: Store, runs: list[PlannedRun], group: str, *, jobs: int, log_dir: Path,
-            say: Callable[[str], None], preset: str | None = None) -> list[str]:
-    """Bring every planned run to completion, `jobs` at a time; return the ids that failed."""
+            say: Callable[[str], None], preset: str | None = None, env: dict | None = None) -> list[str]:
+    """Bring every planned run to completion, `jobs` at a time; return the ids that failed. `env`
+    is added to the runs' environment (a Ray cluster's address)."""
     todo = [(r, _todo(store, r, group)) for r in runs]
     for r, action in todo:
         if action.startswith("skip"):
@@ -67,7 +69,8 @@ def execute(store: Store, runs: list[PlannedRun], group: str, *, jobs: int, log_
     live: dict[str, tuple[subprocess.Popen, float]] = {}
     with tempfile.TemporaryDirectory(prefix="rla-ablate-") as tmp:
         try:
-            _loop(queue, live, failed, store.path, group, jobs, log_dir, Path(tmp), say, preset)
+            _loop(queue, live, failed, store.path, group, jobs, log_dir, Path(tmp), say, preset,
+                  {**os.environ, **(env or {})})
         except KeyboardInterrupt:
             # Ctrl-C reached the runs too (one process group): each stops at its iteration
             # boundary with a checkpoint, so the same command resumes them
@@ -79,13 +82,13 @@ def execute(store: Store, runs: list[PlannedRun], group: str, *, jobs: int, log_
 
 
 def _loop(queue: list, live: dict, failed: list[str], db: Path, group: str, jobs: int, log_dir: Path,
-          tmp: Path, say: Callable[[str], None], preset: str | None) -> None:
+          tmp: Path, say: Callable[[str], None], preset: str | None, env: dict) -> None:
     while queue or live:
         while queue and len(live) < jobs:
             r, action = queue.pop(0)
             log = open(log_dir / f"{r.run_id}.log", "a", encoding="utf-8")
             proc = subprocess.Popen(_command(r, action, db, group, tmp, preset), stdout=log,
-                                    stderr=subprocess.STDOUT)
+                                    stderr=subprocess.STDOUT, env=env)
             log.close()
             live[r.run_id] = (proc, time.monotonic())
             say(f"{r.run_id}: {'started' if action == 'start' else 'resumed'} ({r.name})")

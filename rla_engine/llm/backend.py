@@ -20,7 +20,7 @@ from ..tasks.task import Task
 from . import env_model, samples
 from .dialogue import TextEpisodes, join, play
 from .generation import Sampling, token_logprobs
-from .judge import TextJudgement, judge
+from .judge import TextJudgement, join_judgements, judge
 from .lora import adapter_state, apply_lora, load_adapter_state
 from .sources import load_model, resolve_device
 
@@ -59,7 +59,7 @@ def ppo_settings(epochs: int, minibatch_size: int, clip_eps: float, kl_beta: flo
 
 
 class LLMBackend(Backend):
-    def __init__(self, cfg: Config, family, device: torch.device, gen: torch.Generator):
+    def __init__(self, cfg: Config, family, device: torch.device, gen: torch.Generator, learners: bool = True):
         self.cfg, self.family, self.gen = cfg, family, gen
         p, j, e = cfg.policy, cfg.judge, cfg.env
         self.policy, self.tok = _load("policy.model_path", p.model_path, _device(p.device, device), p.dtype, True)
@@ -75,8 +75,9 @@ class LLMBackend(Backend):
         if e.strategy == "rlanything" and e.proposer != "procedural":
             self.env_lm, self.env_tok = _load("env.model_path", e.model_path or p.model_path,
                                               _device(e.device, device), e.dtype, False)
-        self.policy_opt = adamw(self.policy, p.lr)
-        self.judge_opt = adamw(self.judge_lm, j.lr)
+        if learners:     # a worker's replica acts and never learns
+            self.policy_opt = adamw(self.policy, p.lr)
+            self.judge_opt = adamw(self.judge_lm, j.lr)
         self.ppo = ppo_settings(p.ppo_epochs, p.minibatch_size, p.clip_eps, p.kl_beta, p.micro_batch_size)
         batch = p.generation_batch_size
         self.policy_how = Sampling(p.max_new_tokens, cfg.rollout.temperature, p.top_p,
@@ -160,6 +161,19 @@ class LLMBackend(Backend):
                        proposals: list[tuple[VariantRequest, Proposal]], decisions: list) -> list[tuple[str, dict]]:
         assert isinstance(ep, TextEpisodes) and isinstance(judgement, TextJudgement)
         return [samples.event(self.family, ep, judgement, slots, proposals, decisions)]
+
+    # -- weights for workers, checkpoint state ------------------------------------------------
+    def join_judgements(self, parts: list[Judgement], offsets: list[int]) -> TextJudgement:
+        text = [p for p in parts if isinstance(p, TextJudgement)]
+        assert len(text) == len(parts)
+        return join_judgements(text, offsets)
+
+    def weights(self) -> dict:
+        return {"policy": adapter_state(self.policy), "judge": adapter_state(self.judge_lm)}
+
+    def load_weights(self, weights: dict) -> None:
+        load_adapter_state(self.policy, weights["policy"])
+        load_adapter_state(self.judge_lm, weights["judge"])
 
     # -- checkpoint state ----------------------------------------------------------------------
     def state_dict(self) -> dict:

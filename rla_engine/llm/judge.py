@@ -82,3 +82,11 @@ def judge(model, tokenizer, ep: TextEpisodes, m: int, how: Sampling, gen: torch.
     for (b, t), said in zip(cells, texts):
         verdicts[b, t] = torch.tensor([parse_verdict(s) for s in said], dtype=torch.int8)
     return TextJudgement(verdicts, cells, prompts, outputs, texts)
+
+
+def join_judgements(parts: list[TextJudgement], offsets: list[int]) -> TextJudgement:
+    """The judgements of consecutive parts of one batch as one (cells moved by each part's first
+    episode); row-major order holds because the parts are in order."""
+    cells = [(b + off, t) for p, off in zip(parts, offsets) for b, t in p.cells]
+    return TextJudgement(torch.cat([p.verdicts for p in parts]), cells, [x for p in parts for x in p.prompts],
+                         [x for p in parts for x in p.outputs], [x for p in parts for x in p.texts])

@@ -10,6 +10,7 @@ what a step *is* (an action index, a span of sampled tokens) never leaves the ba
 from __future__ import annotations
 
 import abc
+import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
@@ -44,6 +45,14 @@ class Episodes:
 
     def group_acc(self) -> torch.Tensor:
         return self.success.view(self.groups, self.rollouts).float().mean(1)
+
+    def part(self, g0: int, g1: int) -> Episodes:
+        """Groups g0 ≤ g < g1 (every per-episode field sliced, the step axis kept), so that
+        workers can share a batch: per-episode fields are tensors or lists of B entries."""
+        b, lo, hi = self.groups * self.rollouts, g0 * self.rollouts, g1 * self.rollouts
+        cut: dict[str, Any] = {f.name: v[lo:hi] for f in dataclasses.fields(self)
+                               if isinstance(v := getattr(self, f.name), torch.Tensor | list) and len(v) == b}
+        return dataclasses.replace(self, groups=g1 - g0, **cut)
 
 
 @dataclass
@@ -121,6 +130,22 @@ class Backend(abc.ABC):
         this iteration's pool.Decision of the candidates."""
 
     @abc.abstractmethod
+    def join_judgements(self, parts: list[Judgement], offsets: list[int]) -> Judgement:
+        """One judgement of a batch from those of its parts (Episodes.part, in order), the part k
+        starting at episode offsets[k]: how an executor puts its judge workers' answers together."""
+
+    def travelling(self, judgement: Judgement) -> Judgement:
+        """What of a worker's judgement crosses to the driver (what the driver can rebuild stays)."""
+        return judgement
+
+    @abc.abstractmethod
+    def weights(self) -> dict:
+        """What a worker's replica needs to act as this backend: the learners' weights, no optimiser."""
+
+    @abc.abstractmethod
+    def load_weights(self, weights: dict) -> None: ...
+
+    @abc.abstractmethod
     def state_dict(self) -> dict:
         """Learners and optimisers, for a checkpoint."""
 
@@ -146,11 +171,12 @@ def procedural_proposals(family, requests: list[VariantRequest], tries: int,
     return out
 
 
-def make_backend(cfg, family, device: torch.device, gen: torch.Generator) -> Backend:
+def make_backend(cfg, family, device: torch.device, gen: torch.Generator, learners: bool = True) -> Backend:
     """The embedded networks for a tensor family, language models for a text family (imported
-    only then: an embedded run never loads transformers)."""
+    only then: an embedded run never loads transformers). Without `learners` (a Ray worker's
+    replica) there are no optimisers: it only acts, with weights it is given."""
     if getattr(family, "kind", "tensor") == "text":
         from ..llm.backend import LLMBackend
-        return LLMBackend(cfg, family, device, gen)
+        return LLMBackend(cfg, family, device, gen, learners)
     from .embedded import EmbeddedBackend
-    return EmbeddedBackend(cfg, family, device, gen)
+    return EmbeddedBackend(cfg, family, device, gen, learners)

@@ -17,18 +17,20 @@ from .rollout import Rollout, collect
 
 
 class EmbeddedJudgement(Judgement):
-    def __init__(self, verdicts: torch.Tensor, x: torch.Tensor):
+    def __init__(self, verdicts: torch.Tensor, x: torch.Tensor | None):
         super().__init__(verdicts)
-        self.x = x           # [B, T, in_dim]: what the judge saw of each step
+        self.x = x           # [B, T, in_dim]: what the judge saw of each step (None: rebuilt when needed)
 
 
 class EmbeddedBackend(Backend):
-    def __init__(self, cfg: Config, family: Family, device: torch.device, gen: torch.Generator):
+    def __init__(self, cfg: Config, family: Family, device: torch.device, gen: torch.Generator,
+                 learners: bool = True):
         self.cfg, self.family, self.device, self.gen = cfg, family, device, gen
         self.policy = PolicyNet(family.obs_dim, family.n_actions, cfg.policy.hidden).to(device)
         self.judge_net = JudgeNet(family.obs_dim, family.n_actions, cfg.judge.hidden).to(device)
-        self.policy_opt = torch.optim.AdamW(self.policy.parameters(), lr=cfg.policy.lr)
-        self.judge_opt = torch.optim.AdamW(self.judge_net.parameters(), lr=cfg.judge.lr)
+        if learners:     # a worker's replica acts and never learns (and an optimiser costs seconds of imports)
+            self.policy_opt = torch.optim.AdamW(self.policy.parameters(), lr=cfg.policy.lr)
+            self.judge_opt = torch.optim.AdamW(self.judge_net.parameters(), lr=cfg.judge.lr)
         p = cfg.policy
         self.ppo = PPOSettings(p.ppo_epochs, p.minibatch_size, p.clip_eps, p.kl_beta, p.entropy_coef)
         self.judge_ppo = PPOSettings(p.ppo_epochs, p.minibatch_size, p.clip_eps, p.kl_beta)
@@ -47,16 +49,31 @@ class EmbeddedBackend(Backend):
         return first.then(more)
 
     # -- the judge ---------------------------------------------------------------------------
+    def _judge_input(self, ep: Rollout) -> torch.Tensor:
+        return judge_input(ep.obs[:, :-1], ep.obs[:, 1:], ep.actions, self.family.n_actions)
+
     def judge(self, ep: Episodes, m: int) -> EmbeddedJudgement:
         """m verdicts for every real step [B, T, m]; padding steps get 0 (never used). The judge's
         input is built outside inference mode: the judge's update trains on it."""
         assert isinstance(ep, Rollout)
-        x = judge_input(ep.obs[:, :-1], ep.obs[:, 1:], ep.actions, self.family.n_actions)
+        x = self._judge_input(ep)
         with torch.inference_mode():
             self.judge_net.eval()
             out = torch.zeros((*ep.mask.shape, m), dtype=torch.int8, device=x.device)
             out[ep.mask] = self.judge_net.sample(x[ep.mask], m, self.cfg.judge.temperature, self.gen)
         return EmbeddedJudgement(out, x)
+
+    def join_judgements(self, parts: list[Judgement], offsets: list[int]) -> EmbeddedJudgement:
+        mine = [p for p in parts if isinstance(p, EmbeddedJudgement)]
+        assert len(mine) == len(parts)
+        xs = [p.x for p in mine]
+        return EmbeddedJudgement(torch.cat([p.verdicts for p in mine]),
+                                 None if any(x is None for x in xs) else torch.cat(xs))   # type: ignore[arg-type]
+
+    def travelling(self, judgement: Judgement) -> EmbeddedJudgement:
+        """The verdicts only: the judge's input is as big as the roll-out it is built from, and the
+        driver, which holds that roll-out, rebuilds it exactly."""
+        return EmbeddedJudgement(judgement.verdicts, None)
 
     # -- updates -----------------------------------------------------------------------------
     def update_policy(self, ep: Episodes, steps: torch.Tensor, advantages: torch.Tensor,
@@ -72,7 +89,9 @@ class EmbeddedBackend(Backend):
 
     def update_judge(self, ep: Episodes, judgement: Judgement, index: tuple[torch.Tensor, ...],
                      advantages: torch.Tensor) -> PPOStats:
-        assert isinstance(judgement, EmbeddedJudgement)
+        assert isinstance(judgement, EmbeddedJudgement) and isinstance(ep, Rollout)
+        if judgement.x is None:
+            judgement.x = self._judge_input(ep)
         b, t, j = index
         jx, jv = judgement.x[b, t], judgement.verdicts[b, t, j]
         temp = self.cfg.judge.temperature
@@ -99,6 +118,14 @@ class EmbeddedBackend(Backend):
             "success": bool(ep.success[0]), "info_names": list(self.family.info_names),
             "info": ep.info[0, :steps].cpu().tolist(), "verdicts": judgement.verdicts[0, :steps].cpu().tolist(),
             "oracle": ep.oracle[0, :steps].cpu().tolist()})]
+
+    # -- weights for workers, checkpoint state ------------------------------------------------
+    def weights(self) -> dict:
+        return {"policy": self.policy.state_dict(), "judge": self.judge_net.state_dict()}
+
+    def load_weights(self, weights: dict) -> None:
+        self.policy.load_state_dict(weights["policy"])
+        self.judge_net.load_state_dict(weights["judge"])
 
     # -- checkpoint state ----------------------------------------------------------------------
     def state_dict(self) -> dict:

@@ -18,6 +18,7 @@ from . import curriculum
 from .advantages import judge_rewards, normalize_per_step, outcome_balanced_weights, step_rewards
 from .backend import Episodes, Judgement, Proposal, VariantRequest, make_backend
 from .evaluation import held_out_suite
+from .executor import make_executor
 from .gate import MuGate
 from .measures import balance_mu, judge_measures, policy_measures
 from .pool import TaskPool
@@ -37,6 +38,13 @@ class IterationResult:
     timings: dict[str, float] = field(default_factory=dict)
 
 
+def limit_threads(family, device: torch.device) -> None:
+    """The embedded networks are small: one intra-op thread is ~2.5x faster than two on a 2-core
+    machine (no spin-waiting) and keeps float reductions in a fixed order."""
+    if device.type == "cpu" and family.kind == "tensor":
+        torch.set_num_threads(1)
+
+
 def resolve_device(name: str) -> torch.device:
     if name == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
@@ -50,13 +58,11 @@ class Trainer:
         self.cfg, self.device = cfg, device
         self.family = load_family(cfg.task.family)
         seed = cfg.run.seed
-        if device.type == "cpu" and self.family.kind == "tensor":
-            # The embedded networks are small: one intra-op thread is ~2.5x faster than two on a
-            # 2-core machine (no spin-waiting) and keeps float reductions in a fixed order.
-            torch.set_num_threads(1)
+        limit_threads(self.family, device)
         torch.manual_seed(seed)   # network initialisation
         self.gen = torch.Generator(device=device).manual_seed(seed)
         self.backend = make_backend(cfg, self.family, device, self.gen)
+        self.executor = make_executor(cfg, self.backend, device, self.gen)
         self.rng = np.random.default_rng(seed)
         self.pool = TaskPool(self.family, cfg.env.low, cfg.env.high, cfg.env.tries)
         self.pool.fill(cfg.task.pool_size, cfg.task.dataset_low, cfg.task.dataset_high, self.rng)
@@ -75,7 +81,7 @@ class Trainer:
         sampled, cands, tasks, roll = self._roll_out(it)
         final = final or self._spends_budget(roll.env_steps)
         t1 = clock()
-        judgement = self.backend.judge(roll, cfg.judge.m)
+        judgement = self.executor.judge(roll, cfg.judge.m)
         verdicts = judgement.verdicts
         t2 = clock()
 
@@ -119,6 +125,7 @@ class Trainer:
             if cfg.judge.weighting == "balanced":
                 jadv = jadv * outcome_balanced_weights(roll.success[b])
             jud_stats = self.backend.update_judge(roll, judgement, (b, t, j), jadv)
+        self.executor.weights_changed()
         t4 = clock()
 
         proposals: list[tuple[VariantRequest, Proposal]] = []
@@ -139,6 +146,7 @@ class Trainer:
         if self.family.kind == "text":
             values[metrics.INVALID] = float(sum(len(p.invalid) for _, p in proposals))
         events += self.backend.episode_events(roll, judgement, tasks, sampled + cands, proposals, decisions)
+        events = self.executor.take_events() + events
         wall = clock() - t0
         values[metrics.ITERATION_S] = wall
         values[metrics.ENV_STEPS_PER_S] = roll.env_steps / wall
@@ -181,12 +189,12 @@ class Trainer:
         return slots
 
     def _collect(self, tasks: list[Task]) -> Episodes:
-        return self.backend.collect(tasks, self.cfg.rollout.rollouts_per_task)
+        return self.executor.collect(tasks, self.cfg.rollout.rollouts_per_task)
 
     def _evaluate(self) -> dict[str, float]:
         """Greedy held-out success per set (SPEC §7), and their mean."""
         tasks = [t for s in self.suite for t in s.tasks]
-        success = self.backend.collect(tasks, 1, greedy=True).success.float().cpu()
+        success = self.executor.successes(tasks).float().cpu()
         out, start = {}, 0
         for s in self.suite:
             out[metrics.eval_set_key(s.name)] = float(success[start:start + len(s.tasks)].mean())
@@ -231,7 +239,7 @@ class Trainer:
             if notes:
                 critic["high_risk_steps"] = notes[:MAX_CRITIC_NOTES]
             requests.append(VariantRequest(slot, self.pool.roots[slot], task, direction, acc[g], critic))
-        proposals = self.backend.propose(requests, self.cfg.env.tries, self.rng)
+        proposals = self.executor.propose(requests, self.cfg.env.tries, self.rng)
         for r, p in zip(requests, proposals):
             if p.task is not None:
                 self.pool.add_pending(r.slot, p.task, r.direction, r.acc, r.critic, it)
@@ -278,6 +286,18 @@ class Trainer:
         out[metrics.ENV_STEPS] = float(self.env_steps)
         return out
 
+    def set_interrupt(self, interrupted) -> None:
+        """`interrupted()` is asked while the executor waits on workers: True cancels the
+        outstanding work (Interrupted is raised, and this iteration must not be committed)."""
+        self.executor.interrupted = interrupted
+
+    def task_rows(self, live: bool) -> list[dict]:
+        """The pool's rows: all live ones (a resume rewrites them), else those changed since asked."""
+        return self.pool.live_rows() if live else self.pool.take_dirty_rows()
+
+    def close(self) -> None:
+        self.executor.close()
+
     # -- manual override ---------------------------------------------------------------------
     def set_override(self, d: float | None) -> list[dict]:
         self.pool.set_override(d, self.iteration, self.rng)
@@ -292,6 +312,7 @@ class Trainer:
     def load_state_dict(self, s: dict) -> None:
         self.iteration, self.env_steps = int(s["iteration"]), int(s["env_steps"])
         self.backend.load_state_dict(s)
+        self.executor.weights_changed()
         self.gen.set_state(s["torch_rng"].cpu())   # map_location may have moved it
         self.rng.bit_generator.state = json.loads(s["np_rng"])
         self.pool.load_state_dict(s["pool"])

@@ -1,7 +1,7 @@
 """The fault guarantees of issue 7 at a size `make test` affords (benchmarks/faults.py has the
 full campaign): 6 SIGKILLs aimed at the commit, the checkpoint write, random moments and a
 fresh run's start; a disk that fills under a live engine; three engines + the console + `rla
-runs` for 15 s with another process holding the write lock for 3 s. Each campaign runs once per
+runs` for 10 s with another process holding the write lock for 3 s. Each campaign runs once per
 module; each test asserts one guarantee on what it saw."""
 import sys
 import time
@@ -48,7 +48,7 @@ def disk(tmp_path_factory):
 @pytest.fixture(scope="module")
 def concurrent(tmp_path_factory):
     v = Verdict()
-    res = faults.concurrency(tmp_path_factory.mktemp("conc"), seconds=15, engines=3, iterations=6, hold_s=3.0,
+    res = faults.concurrency(tmp_path_factory.mktemp("conc"), seconds=10, engines=3, iterations=6, hold_s=3.0,
                              holds=1, verdict=v, say=lambda s: None, max_p99_ms=250.0)
     return res, v
 

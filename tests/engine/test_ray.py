@@ -1,0 +1,210 @@
+"""The Ray executor on a real two-node Ray cluster on this machine (ray.cluster_utils.Cluster):
+determinism against the local executor, order independence, a worker killed mid-iteration, a
+stop that cuts an iteration short, the `rla run --executor ray` process with its commands, and
+an ablation whose runs the cluster spreads over both nodes."""
+from __future__ import annotations
+
+import os
+import random
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+import ray
+import torch
+from ray import cloudpickle
+from ray.cluster_utils import Cluster
+
+from rla_engine import checkpoint
+from rla_engine.config import build
+from rla_engine.launch import drive
+from rla_engine.loop import ray_executor
+from rla_engine.loop.trainer import Trainer
+from rla_engine.loop.workers import RoleWorker
+from rla_engine.paths import checkpoints_dir
+from rla_engine.store import open_store
+from rla_engine.vocabulary import EventKind
+
+from engine_support import TINY, rla, spawn, wait_for
+
+# the workers below are test code: Ray ships them by value, the cluster's processes cannot import tests/
+cloudpickle.register_pickle_by_value(sys.modules[__name__])
+
+SMALL = ["eval.every=3", "eval.tasks_per_tier=4"]
+FIXED = "env.strategy=fixed"     # no environment model, one actor fewer to start
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    """One node; the ablation's test adds the second (its daemons cost the other tests CPU)."""
+    c = Cluster(initialize_head=True, head_node_args={"num_cpus": 2, "object_store_memory": 80 * 2**20,
+                                                      "include_dashboard": False})
+    ray.init(address=c.address, logging_level="warning", log_to_driver=False)
+    yield c
+    ray.shutdown()
+    c.shutdown()
+
+
+class Jittery(RoleWorker):
+    """A rollout/judge worker that answers after a random delay: which one finishes first varies."""
+
+    def collect(self, *args):
+        time.sleep(random.uniform(0.0, 0.05))
+        return super().collect(*args)
+
+    def judge(self, *args):
+        time.sleep(random.uniform(0.0, 0.05))
+        return super().judge(*args)
+
+
+class Slow(RoleWorker):
+    """A worker whose roll-outs take `delay` seconds: long enough to be killed or stopped in the middle."""
+    delay = 0.6
+
+    def collect(self, *args):
+        time.sleep(self.delay)
+        return super().collect(*args)
+
+
+class Slower(Slow):
+    delay = 1.2
+
+
+def config(kind: str, *sets: str):
+    return build(preset="tiny", sets=[f"executor.kind={kind}", *SMALL, *sets], seed=3)
+
+
+def metrics_of(trainer: Trainer, n: int) -> tuple[list[dict], list]:
+    values, events = [], []
+    for _ in range(n):
+        r = trainer.step()
+        values.append({k: v for k, v in r.metrics.items() if not k.startswith("perf/")})
+        events += r.events
+    return values, events
+
+
+def run_for(cfg, n: int) -> tuple[list[dict], list]:
+    trainer = Trainer(cfg, torch.device("cpu"))
+    try:
+        return metrics_of(trainer, n)
+    finally:
+        trainer.close()
+
+
+def test_one_worker_per_role_gives_the_local_runs_metrics(cluster):
+    local, _ = run_for(config("local"), 4)
+    remote, events = run_for(config("ray"), 4)
+    assert remote == local
+    placed = [p for k, p in events if k == EventKind.PLACED]
+    assert len(placed) == 1 and {w["role"] for w in placed[0]["workers"]} == {"rollout", "judge", "env"}
+
+
+def test_several_workers_do_not_depend_on_which_finishes_first(cluster, monkeypatch):
+    monkeypatch.setattr(ray_executor, "RoleWorker", Jittery)
+    trainer = Trainer(config("ray", "executor.rollout_workers=2", "executor.judge_workers=2",
+                             "executor.rollout_cpus=0.5", FIXED), torch.device("cpu"))
+    try:
+        metrics_of(trainer, 1)
+        before = trainer.state_dict()
+        first, _ = metrics_of(trainer, 2)            # iteration 3 evaluates: greedy roll-outs split too
+        trainer.load_state_dict(before)
+        again, _ = metrics_of(trainer, 2)            # the same iterations, the workers finishing in another order
+    finally:
+        trainer.close()
+    assert again == first
+
+
+def test_a_worker_killed_mid_iteration_is_restarted_and_changes_nothing(cluster, monkeypatch):
+    monkeypatch.setattr(ray_executor, "RoleWorker", Slow)
+    trainer = Trainer(config("ray", FIXED), torch.device("cpu"))
+    try:
+        _, events = metrics_of(trainer, 1)
+        pid = next(w["pid"] for k, p in events if k == EventKind.PLACED for w in p["workers"] if w["role"] == "rollout")
+        before = trainer.state_dict()
+        unharmed, _ = metrics_of(trainer, 1)
+        trainer.load_state_dict(before)
+        killer = threading.Timer(0.3, os.kill, (pid, signal.SIGKILL))   # inside the roll-out's 0.6 s
+        killer.start()
+        killed, events = metrics_of(trainer, 1)
+        killer.join()
+    finally:
+        trainer.close()
+    assert killed == unharmed
+    restarted = [p for k, p in events if k == EventKind.WORKER_RESTARTED]
+    assert len(restarted) == 1 and restarted[0]["role"] == "rollout" and restarted[0]["pid"] != pid
+
+
+def test_a_stop_during_a_slow_iteration_cancels_it_and_keeps_what_was_committed(cluster, tmp_path, monkeypatch):
+    from rla_engine.launch import checkpoint_folder
+    monkeypatch.setattr(ray_executor, "RoleWorker", Slower)
+    db = tmp_path / "r.db"
+    cfg = config("ray", "run.iterations=50", FIXED)
+    store = open_store(db)
+    trainer = Trainer(cfg, torch.device("cpu"))
+    folder = checkpoint_folder(store, "r1")
+    checkpoint.save(folder, 0, trainer.state_dict(), cfg.run.keep_checkpoints)
+    store.create_run("r1", name="r1", preset="tiny", config=cfg.to_dict(), device="cpu",
+                     first_tasks=trainer.task_rows(live=False))
+    stopper = threading.Thread(target=lambda: (wait_for(lambda: store.get_run("r1")["iteration"] >= 1, what="it 1"),
+                                               time.sleep(0.2), store.add_command("r1", "stop")))
+    stopper.start()
+    t0 = time.monotonic()
+    assert drive(store, "r1", trainer, 50, out=lambda _line: None) == 0
+    stopper.join()
+    took = time.monotonic() - t0
+    run = store.get_run("r1")
+    assert run["status"] == "stopped" and run["iteration"] >= 1
+    stopped = next(e["payload"] for e in store.events("r1") if e["kind"] == EventKind.STOPPED)
+    assert stopped["abandoned_iteration"] == run["iteration"] + 1
+    # the iteration cut short left no rows and no checkpoint: the newest is the last committed one
+    assert checkpoint.iteration_of(checkpoint.latest(checkpoints_dir(db, "r1"))) == run["iteration"]
+    assert store.last_iteration("r1") == run["iteration"]
+    assert took < (run["iteration"] + 1) * Slower.delay + 3   # it did not wait for the cancelled roll-out
+
+
+def test_rla_run_on_ray_pauses_resumes_and_completes_like_a_local_run(cluster, tmp_path, monkeypatch):
+    db = tmp_path / "r.db"
+    monkeypatch.setenv("RAY_ADDRESS", cluster.address)      # the run joins this cluster
+    proc = spawn(db, "run", *TINY, "--executor", "ray", "--iterations", "6", "--set", FIXED, "--name", "on ray")
+    store = open_store(db)
+    run_id = wait_for(lambda: store.list_runs() and store.list_runs()[0]["id"], timeout=90, what="the run row")
+    wait_for(lambda: store.get_run(run_id)["iteration"] >= 2, timeout=90, what="iteration 2")
+    store.add_command(run_id, "pause")
+    wait_for(lambda: store.get_run(run_id)["status"] == "paused", what="paused")
+    held = store.get_run(run_id)["iteration"]
+    time.sleep(0.6)
+    assert store.get_run(run_id)["iteration"] == held
+    store.add_command(run_id, "resume")
+    assert proc.wait(timeout=120) == 0, proc.stderr.read()
+    assert store.get_run(run_id)["status"] == "completed"
+    kinds = [e["kind"] for e in store.events(run_id)]
+    assert {"placed", "pause", "resume", "completed"} <= set(kinds)
+    assert len(store.metrics_by_iteration(run_id)) == 6
+
+
+def test_an_ablation_on_ray_spreads_its_runs_over_both_nodes(cluster, tmp_path, monkeypatch):
+    cluster.add_node(num_cpus=2, object_store_memory=80 * 2**20)
+    cluster.wait_for_nodes()
+    db = tmp_path / "a.db"
+    monkeypatch.setenv("RAY_ADDRESS", cluster.address)
+    res = rla("ablate", *TINY, "--seeds", "0", "--arms", "step,full", "--budget", "400", "--executor", "ray",
+              "--out", str(tmp_path / "t.md"), db=db, timeout=300)
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert "2 node(s)" in res.stdout and "run(s) at a time" in res.stdout
+    store = open_store(db)
+    runs = store.list_runs()
+    assert len(runs) == 2 and {r["status"] for r in runs} == {"completed"}
+    nodes = {e["payload"]["run"]["node"] for r in runs for e in store.events(r["id"]) if e["kind"] == "placed"}
+    assert len(nodes) == 2
+
+
+def test_a_local_run_never_imports_ray():
+    code = ("import sys; import rla_engine.cli, rla_engine.launch, rla_engine.runner; "
+            "from rla_engine.config import build; from rla_engine.loop.executor import make_executor; "
+            "e = make_executor(build(preset='tiny'), None, None, None); "
+            "assert e.kind == 'local' and 'ray' not in sys.modules, 'ray was imported'")
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stderr
