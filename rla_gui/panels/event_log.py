@@ -76,6 +76,23 @@ def _failed(p: dict) -> str:
     return where + "failed"
 
 
+def _placed(p: dict) -> str:
+    """Where a Ray run's work is: its workers per role and on how many nodes, or the run's actor."""
+    if "run" in p:
+        return f"run on Ray node {str(p['run'].get('node', '?'))[:8]}, {p.get('device', '?')}"
+    workers = p.get("workers", [])
+    roles: dict[str, int] = {}
+    for w in workers:
+        roles[w["role"]] = roles.get(w["role"], 0) + 1
+    nodes = len({w.get("node") for w in workers})
+    return f"Ray workers: {', '.join(f'{n} {r}' for r, n in roles.items())} on {nodes} node{'s' * (nodes != 1)}"
+
+
+def _stopped(p: dict) -> str:
+    cut = f" (iteration {p['abandoned_iteration']} cut short, not kept)" if "abandoned_iteration" in p else ""
+    return str(p.get("reason", "stopped")) + cut
+
+
 E = EventKind
 SUMMARIES: dict[str, Callable[[dict], str]] = {
     E.VARIANT_ACCEPTED: _variant,
@@ -86,7 +103,9 @@ SUMMARIES: dict[str, Callable[[dict], str]] = {
     E.FAILED: _failed,
     E.STARTED: lambda p: f"on {p.get('device', '?')}, target {p.get('target', '?')} iterations",
     E.COMPLETED: lambda p: f"{p.get('iterations', '?')} iterations",
-    E.STOPPED: lambda p: str(p.get("reason", "stopped")),
+    E.STOPPED: _stopped,
+    E.PLACED: _placed,
+    E.WORKER_RESTARTED: lambda p: f"{p['role']} worker {p['index']} restarted (#{p['restart']}): {p['error']}",
     E.REWOUND: lambda p: f"to iteration {p.get('to', '?')} ({p.get('rows', '?')} rows removed)",
     E.RESUMED_FROM_CHECKPOINT: lambda p: f"from {p.get('checkpoint', '?')}, target {p.get('target', '?')}",
 }

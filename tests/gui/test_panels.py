@@ -271,6 +271,14 @@ def command(kind: str, payload: dict, result: str) -> dict:
 
 
 def test_summaries_of_variants_commands_and_failures():
+    assert summarize({"kind": "placed", "payload": {"executor": "ray", "workers": [
+        {"role": "rollout", "node": "a"}, {"role": "rollout", "node": "b"}, {"role": "judge", "node": "a"}]}}) \
+        == "Ray workers: 2 rollout, 1 judge on 2 nodes"
+    assert summarize({"kind": "worker_restarted", "payload": {"role": "rollout", "index": 1, "restart": 1,
+                                                              "error": "The actor died"}}) \
+        == "rollout worker 1 restarted (#1): The actor died"
+    assert summarize({"kind": "stopped", "payload": {"reason": "stop command", "abandoned_iteration": 7}}) \
+        == "stop command (iteration 7 cut short, not kept)"
     assert summarize({"kind": "variant_accepted", "payload": {
         "slot": 3, "direction": "harder", "prev_acc": 0.88, "new_acc": 0.62, "version": 4,
         "difficulty": 0.41}}) == "slot 3 harder: acc 0.88 → 0.62 (v4, d 0.41)"
