@@ -122,8 +122,8 @@ def cmd_run(a) -> int:
 def cmd_ablate(a) -> int:
     from .ablation import arms as ablation_arms
     from .ablation import execute, results
-    on_ray = ["executor.kind=ray", "executor.distribute=run"] if a.executor == "ray" else []
-    base = build(preset=a.preset, config_file=a.config, sets=[*a.set, *on_ray])
+    where = {"ray": ["executor.kind=ray", "executor.distribute=run"], "local": ["executor.kind=local"]}
+    base = build(preset=a.preset, config_file=a.config, sets=[*a.set, *where.get(a.executor, [])])
     seeds, arms = ablation_arms.parse_seeds(a.seeds), ablation_arms.parse_arms(a.arms)
     if a.jobs is not None and a.jobs < 1:
         raise InputError(f"--jobs {a.jobs}: must be ≥ 1")

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from .config import Config, from_dict
-from .errors import InputError
+from .errors import ExecutorError, InputError
 from .store import Store, open_store
 from .vocabulary import LIVE, EventKind
 
@@ -82,13 +82,17 @@ def start_run(db_path: Path, run_id: str, cfg: Config, *, name: str | None = Non
     name = name or f"{label} {time.strftime('%Y-%m-%d %H:%M')}"
     trainer = make_trainer(cfg, cfg.run.device, lambda e: f"invalid config: run.device = {cfg.run.device!r}: {e}")
     device = trainer.device
-    # The starting state is checkpointed before the run row exists, so that every run a user can
-    # see can be resumed, even one killed before its first iteration.
-    checkpoint.save(folder, 0, trainer.state_dict(), cfg.run.keep_checkpoints)
-    store.create_run(run_id, name=name, preset=preset or (Path(config_file).name if config_file else ""),
-                     config=cfg.to_dict(), device=str(device), group_id=group,
-                     first_events=[(EventKind.STARTED, {"device": str(device), "target": cfg.run.iterations})],
-                     first_tasks=trainer.task_rows(live=False))
+    try:
+        # The starting state is checkpointed before the run row exists, so that every run a user
+        # can see can be resumed, even one killed before its first iteration.
+        checkpoint.save(folder, 0, trainer.state_dict(), cfg.run.keep_checkpoints)
+        store.create_run(run_id, name=name, preset=preset or (Path(config_file).name if config_file else ""),
+                         config=cfg.to_dict(), device=str(device), group_id=group,
+                         first_events=[(EventKind.STARTED, {"device": str(device), "target": cfg.run.iterations})],
+                         first_tasks=trainer.task_rows(live=False))
+    except BaseException:
+        trainer.close()      # a Ray executor's workers (and a cluster started for the run) go with it
+        raise
     out(f"run {run_id} ({name}) on {device}, database {store.path}")
     return drive(store, run_id, trainer, cfg.run.iterations, out)
 
@@ -126,14 +130,18 @@ def resume_run(db_path: Path, run_id: str, *, iterations: int | None = None, dev
         path, state, skipped = checkpoint.newest_good(folder, "cpu")
     except checkpoint.CheckpointError as e:
         raise InputError(f"run {run_id} cannot be resumed: {e}") from None
-    trainer = make_trainer(cfg, device or cfg.run.device,
-                           lambda e: f"cannot resume on {device or cfg.run.device}: {e} (try --device cpu)")
-    where = trainer.device
+    wanted = device or cfg.run.device
     if device:
-        cfg.run.device = device
+        cfg.run.device = device      # before the trainer: a Ray executor's workers are built from cfg
+    trainer = make_trainer(cfg, wanted, lambda e: f"cannot resume on {wanted}: {e} (try --device cpu)")
+    where = trainer.device
     try:
         trainer.load_state_dict(state)
+    except ExecutorError:
+        trainer.close()
+        raise
     except (RuntimeError, KeyError, ValueError, TypeError) as e:
+        trainer.close()
         raise InputError(f"checkpoint {path} does not fit this run on {where}: {e}") from None
     k = trainer.iteration
     target = k + iterations if iterations else cfg.run.iterations

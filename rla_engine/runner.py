@@ -71,6 +71,7 @@ class Runner:
         self._last_time = time.perf_counter()
         self._last_eval: float | None = None
         self.abandoned: int | None = None    # an iteration a stop cut short: its state is never saved
+        self.checkpointed = trainer.iteration    # the iteration of the newest checkpoint (launch wrote it)
         self._last_peek = 0.0
         trainer.set_interrupt(self._stop_requested)
 
@@ -127,7 +128,8 @@ class Runner:
                     result = tr.step(final=n == self.target)
                 except Interrupted as e:
                     self.abandoned = n
-                    self._apply_commands()   # the stop that cut the iteration short is answered
+                    self._record_pending_events()
+                    self._apply_commands(stopping=True)   # the stop that cut the iteration short is answered
                     return self._finish(Status.STOPPED, {"reason": self.stop_reason or "stop",
                                                          "abandoned_iteration": n, "detail": str(e)})
                 t = time.perf_counter()
@@ -163,9 +165,17 @@ class Runner:
         self.out(f"run {self.run_id} {status} at iteration {self.committed}")
         return 0
 
+    def _record_pending_events(self) -> None:
+        """What the executor saw during an iteration that never committed (a worker restarted),
+        kept at the last committed iteration."""
+        with contextlib.suppress(Exception):
+            for kind, event in self.trainer.pending_events():
+                self.store.add_event(self.run_id, self.committed, kind, event)
+
     def _fail(self, message: str, payload: dict) -> int:
         """Record the failure at the last committed iteration (a resume's rewind keeps it). When
         the disk is full the reserve is given up first, so that this last write has room."""
+        self._record_pending_events()
         payload = {**payload, "last_committed_iteration": self.committed}
         for attempt in (1, 2):
             try:
@@ -185,12 +195,18 @@ class Runner:
 
     def _checkpoint(self) -> Path:
         self.phase = f"checkpoint of iteration {self.trainer.iteration}"
-        return checkpoint.save(self.ckpt_dir, self.trainer.iteration, self.trainer.state_dict(),
+        path = checkpoint.save(self.ckpt_dir, self.trainer.iteration, self.trainer.state_dict(),
                                self.cfg.run.keep_checkpoints)
+        self.checkpointed = self.trainer.iteration
+        return path
 
     def _stop_requested(self) -> bool:
         """Asked while an executor waits on its workers: a signal, or a stop command waiting in the
-        database (looked for every STOP_PEEK_S; applied, as every command, at the boundary)."""
+        database (looked for every STOP_PEEK_S; applied, as every command, at the boundary). Only
+        when the last committed iteration is checkpointed: cutting an iteration short must not
+        cost the iterations committed since the newest checkpoint (run.checkpoint_every > 1)."""
+        if self.checkpointed != self.committed:
+            return False
         if self.stop_reason is not None:
             return True
         now = time.monotonic()
@@ -204,12 +220,15 @@ class Runner:
             return False
 
     # -- commands --------------------------------------------------------------------------
-    def _apply_commands(self) -> None:
+    def _apply_commands(self, stopping: bool = False) -> None:
         """Any process can write a command row, so nothing in one may stop the run: a bad one is
-        rejected with its reason, and its event keeps only an excerpt of a big payload."""
+        rejected with its reason, and its event keeps only an excerpt of a big payload. `stopping`:
+        an iteration was cut short, its state is half-done, and only a stop can be carried out."""
         for cmd in self.store.pending_commands(self.run_id):
             self.phase = f"command {cmd['id']} ({cmd['kind']})"
             result = f"rejected: {cmd['problem']}" if cmd["problem"] else None
+            if result is None and stopping and cmd["kind"] != CommandKind.STOP:
+                result = "rejected: the run stopped in the middle of an iteration"
             if result is None:
                 try:
                     result = self._apply(cmd["kind"], cmd["payload"])

@@ -33,7 +33,8 @@ def _todo(store: Store, run: PlannedRun, group: str) -> str:
     if row.get("group_id") != group:
         raise InputError(f"run {run.run_id} exists outside group {group}; choose another --group")
     stored = from_dict(store.run_config(run.run_id)).to_dict()
-    differ = config_differences([stored, run.config.to_dict()])
+    # where a run's work happens (executor.*) does not change what the run is
+    differ = [k for k in config_differences([stored, run.config.to_dict()]) if not k.startswith("executor.")]
     if differ:
         raise InputError(f"run {run.run_id} of group {group} was started with other settings "
                          f"({', '.join(differ[:4])}); rerun with the same settings or choose another --group")

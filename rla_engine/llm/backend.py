@@ -62,9 +62,10 @@ class LLMBackend(Backend):
     def __init__(self, cfg: Config, family, device: torch.device, gen: torch.Generator, learners: bool = True):
         self.cfg, self.family, self.gen = cfg, family, gen
         p, j, e = cfg.policy, cfg.judge, cfg.env
-        self.policy, self.tok = _load("policy.model_path", p.model_path, _device(p.device, device), p.dtype, True)
+        self.policy, self.tok = _load("policy.model_path", p.model_path, _device(p.device, device), p.dtype,
+                                      learners)
         self.judge_lm, self.judge_tok = _load("judge.model_path", j.model_path or p.model_path,
-                                              _device(j.device, device), j.dtype, True)
+                                              _device(j.device, device), j.dtype, learners)
         if p.lora_rank:
             self.policy = apply_lora(self.policy, p.lora_rank, p.lora_alpha, 0.0)
             self.judge_lm = apply_lora(self.judge_lm, p.lora_rank, p.lora_alpha, 0.0)

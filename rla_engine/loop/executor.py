@@ -8,6 +8,7 @@ advantages, the updates and every decision stay with the trainer.
 """
 from __future__ import annotations
 
+import copy
 import itertools
 
 import numpy as np
@@ -81,7 +82,9 @@ def to_device(obj, device: torch.device):
         if not obj or isinstance(obj[0], int | float | str):   # token ids, texts: nothing to move
             return obj
         return type(obj)(to_device(v, device) for v in obj)
-    if isinstance(obj, Episodes | Judgement):
+    if isinstance(obj, Episodes | Judgement):     # a copy: the caller's own object stays where it is
+        moved = copy.copy(obj)
         for name, value in vars(obj).items():
-            setattr(obj, name, to_device(value, device))
+            setattr(moved, name, to_device(value, device))
+        return moved
     return obj

@@ -15,12 +15,13 @@ from the last checkpoint. An error raised by the work itself is never retried.
 """
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 
 import numpy as np
 import ray
 import torch
-from ray.exceptions import RayActorError, WorkerCrashedError
+from ray.exceptions import NodeDiedError, OutOfMemoryError, RayActorError, WorkerCrashedError
 from ray.util.placement_group import placement_group, remove_placement_group
 from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 
@@ -33,7 +34,7 @@ from .workers import CPU, Draw, RoleWorker, bare, bare_request, tensor_transport
 
 WAIT_S = 0.2             # how often a wait on workers looks for a stop
 PLACEMENT_WAIT_S = 60.0  # how long the workers' resources may take to appear before the run fails
-DEAD = (RayActorError, WorkerCrashedError)
+DEAD = (RayActorError, WorkerCrashedError, NodeDiedError, OutOfMemoryError)   # the worker, not the work, failed
 ROLES = ("rollout", "judge", "env")
 
 
@@ -132,6 +133,7 @@ class RayExecutor:
 
     # -- what the trainer asks for -------------------------------------------------------------
     def collect(self, tasks: list[Task], rollouts: int, *, greedy: bool = False) -> Episodes:
+        self._drop_unused_judging()
         parts = chunks(len(tasks), len(self.workers["rollout"]))
         draws = self._draws("rollout", len(parts), greedy)
         weights = self._weights()
@@ -159,14 +161,27 @@ class RayExecutor:
         return torch.cat([self._accept(a, "rollout") for a in answers])
 
     def _chainable(self) -> bool:
-        return len(self.workers["judge"]) == 1 and self.ship_state["judge"] and self.ship_state["rollout"]
+        """Chain the judge on the roll-out when it will judge exactly that roll-out: one judge, the
+        driver's generator states on both, and no DAPO (which may roll out more first)."""
+        return (len(self.workers["judge"]) == 1 and self.ship_state["judge"] and self.ship_state["rollout"]
+                and self.cfg.env.strategy != "dapo")
+
+    def _drop_unused_judging(self) -> None:
+        if self.last is not None and self.last[2] is not None:
+            try:
+                ray.cancel(self.last[2])
+            except Exception:   # finished or gone meanwhile
+                pass
+            self.last = (self.last[0], self.last[1], None)
 
     def judge(self, ep: Episodes, m: int) -> Judgement:
         last = self.last if self.last is not None and self.last[0] is ep else None
         if last is not None and last[2] is not None and m == self.cfg.judge.m:
             call = ("judge", (self._weights(), Draw(chained=True), last[1], m))
+            self.last = (last[0], last[1], None)
             answers, _, _ = self._gather("judge", [call], [last[2]])
             return self._accept(answers[0], "judge")
+        self._drop_unused_judging()
         parts = chunks(ep.groups, len(self.workers["judge"]))
         draws = self._draws("judge", len(parts), False)
         weights = self._weights()
@@ -189,8 +204,7 @@ class RayExecutor:
         ([(_, proposals, back)], _, _) = self._gather("env", [("propose", (draw, [bare_request(r) for r in requests],
                                                                              tries))])
         if back is not None:
-            self.gen.set_state(back.torch_state)
-            rng.bit_generator.state = back.np_state
+            self._take_back(back, rng)
         return proposals
 
     def weights_changed(self) -> None:
@@ -221,8 +235,17 @@ class RayExecutor:
         if version != self.version:
             raise RuntimeError(f"a {role} worker answered with weights version {version}, expected {self.version}")
         if back is not None:
-            self.gen.set_state(back.torch_state)
+            self._take_back(back)
         return to_device(value, self.device)
+
+    def _take_back(self, back: Draw, rng: np.random.Generator | None = None) -> None:
+        """The generator states a worker drew on from, as the driver's own."""
+        if back.torch_state is not None:
+            self.gen.set_state(back.torch_state)
+        if back.global_state is not None:
+            torch.random.set_rng_state(back.global_state)
+        if rng is not None and back.np_state is not None:
+            rng.bit_generator.state = back.np_state
 
     def _submit(self, role: str, calls: list[tuple[str, tuple]]) -> list:
         """Each call on worker k of `role` (k = its position in `calls`); their object references."""
@@ -248,17 +271,26 @@ class RayExecutor:
                 try:
                     answers[k] = ray.get(ref)
                 except DEAD as e:
-                    restarts[k] += 1
-                    if restarts[k] > self.cfg.executor.restarts:
-                        self.cancel(list(pending))
-                        raise WorkerFailed(f"{role} worker {k} died {restarts[k]} times in one call "
-                                           f"(executor.restarts = {self.cfg.executor.restarts}): "
-                                           f"{_first_line(e)}") from None
-                    self._restart(role, k, e, restarts[k])
+                    self._replace(role, k, e, restarts, pending)
                     method, args = calls[k]
                     refs[k] = getattr(self.workers[role][k], method).remote(*args)
                     pending[refs[k]] = k
         return answers, refs, any(restarts)
+
+    def _replace(self, role: str, k: int, error: BaseException, restarts: list[int], pending: dict) -> None:
+        """A new worker k of `role` in its bundle, up to executor.restarts times per call (a
+        replacement that dies starting counts as one more); then the iteration fails."""
+        while True:
+            restarts[k] += 1
+            if restarts[k] > self.cfg.executor.restarts:
+                self.cancel(list(pending))
+                raise WorkerFailed(f"{role} worker {k} died {restarts[k]} times in one call "
+                                   f"(executor.restarts = {self.cfg.executor.restarts}): {_first_line(error)}")
+            try:
+                self._restart(role, k, error, restarts[k])
+                return
+            except DEAD as e:
+                error = e
 
     def _restart(self, role: str, k: int, error: BaseException, n: int) -> None:
         try:
@@ -266,7 +298,17 @@ class RayExecutor:
         except Exception:   # already gone: nothing to stop
             pass
         self.workers[role][k] = self._spawn(role, k)
-        placed = ray.get(self.workers[role][k].where.remote())
+        ref = self.workers[role][k].where.remote()
+        deadline = time.monotonic() + PLACEMENT_WAIT_S
+        while not ray.wait([ref], timeout=WAIT_S)[0]:      # a lost node's bundle may never come back
+            if self.interrupted():
+                self.cancel([ref])
+                raise Interrupted(f"stopped while a {role} worker was being restarted")
+            if time.monotonic() > deadline:
+                self.cancel([ref])
+                raise WorkerFailed(f"{role} worker {k} could not be restarted within {PLACEMENT_WAIT_S:g} s "
+                                   f"(after: {_first_line(error)}); the cluster has {self._has()}")
+        placed = ray.get(ref)
         self.events.append((EventKind.WORKER_RESTARTED, {"role": role, "index": k, "restart": n,
                                                           "error": _first_line(error), **placed}))
 

@@ -9,6 +9,7 @@ failed, and `rla resume` continues from the last checkpoint, which is on this ma
 """
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 
 import ray
@@ -17,7 +18,7 @@ from ..config import Config
 from ..errors import InputError
 from ..vocabulary import EventKind
 from .executor import ExecutorError, Interrupted
-from .ray_executor import DEAD, WAIT_S, _first_line, connect
+from .ray_executor import DEAD, PLACEMENT_WAIT_S, WAIT_S, _first_line, connect
 from .trainer import IterationResult
 from .workers import RunWorker
 
@@ -39,7 +40,7 @@ class RemoteTrainer:
         self.interrupted: Callable[[], bool] = lambda: False
         self.actor = ray.remote(RunWorker).options(num_cpus=ex.run_cpus, num_gpus=ex.run_gpus, max_restarts=0,
                                                    scheduling_strategy="SPREAD").remote(cfg.to_dict())
-        placed = self._wait(self.actor.where.remote(), "starting")
+        placed = self._wait(self.actor.where.remote(), "starting", start=True)
         self.device = placed.pop("device")
         self.events: list[tuple[str, dict]] = [(EventKind.PLACED, {
             "executor": "ray", "distribute": "run", "address": ray.get_runtime_context().gcs_address,
@@ -47,7 +48,8 @@ class RemoteTrainer:
         self.iteration = self.env_steps = 0
 
     def step(self, final: bool = False) -> IterationResult:
-        result: IterationResult = self._wait(self.actor.step.remote(final), f"iteration {self.iteration + 1}")
+        result: IterationResult = self._wait(self.actor.step.remote(final), f"iteration {self.iteration + 1}",
+                                             interruptible=True)
         self.iteration, self.env_steps = result.iteration, result.env_steps
         result.events, self.events = self.events + result.events, []
         return result
@@ -72,7 +74,15 @@ class RemoteTrainer:
     def set_interrupt(self, interrupted: Callable[[], bool]) -> None:
         self.interrupted = interrupted
 
-    def _wait(self, ref, doing: str):
+    def pending_events(self) -> list[tuple[str, dict]]:
+        out, self.events = self.events, []
+        return out
+
+    def _wait(self, ref, doing: str, *, interruptible: bool = False, start: bool = False):
+        """The call's answer. Only an iteration is cut short by a stop: a checkpoint or an override
+        the runner asks for at a boundary always completes. Starting, the actor has as long as
+        the cluster takes to place it (PLACEMENT_WAIT_S)."""
+        deadline = time.monotonic() + PLACEMENT_WAIT_S
         while True:
             ready, _ = ray.wait([ref], timeout=WAIT_S)
             if ready:
@@ -80,9 +90,14 @@ class RemoteTrainer:
                     return ray.get(ref)
                 except DEAD as e:
                     raise RunActorDied(f"the run's actor died while {doing}: {_first_line(e)}") from None
-            if self.interrupted():
+            if interruptible and self.interrupted():
                 self._kill()
                 raise Interrupted(f"stopped during {doing}")
+            if start and time.monotonic() > deadline:
+                self._kill()
+                raise RunActorDied(f"the cluster placed no actor for the run within {PLACEMENT_WAIT_S:g} s "
+                                   f"(executor.run_cpus = {self.cfg.executor.run_cpus:g}, run_gpus = "
+                                   f"{self.cfg.executor.run_gpus:g}: no node may have that much free)")
 
     def _kill(self) -> None:
         try:

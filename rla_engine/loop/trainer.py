@@ -291,6 +291,10 @@ class Trainer:
         outstanding work (Interrupted is raised, and this iteration must not be committed)."""
         self.executor.interrupted = interrupted
 
+    def pending_events(self) -> list[tuple[str, dict]]:
+        """Events of an iteration that never completed (a worker restarted before it failed)."""
+        return self.executor.take_events()
+
     def task_rows(self, live: bool) -> list[dict]:
         """The pool's rows: all live ones (a resume rewrites them), else those changed since asked."""
         return self.pool.live_rows() if live else self.pool.take_dirty_rows()

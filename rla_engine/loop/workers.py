@@ -43,6 +43,9 @@ class Draw:
     torch_state: torch.Tensor | None = None
     np_state: Mapping[str, Any] | None = None
     chained: bool = False      # the state the roll-out this call is chained on handed back
+    # the process-wide generator, which language-model sampling reseeds from the run's (generation.py):
+    # handed back so that the driver's dropout draws are the local run's
+    global_state: torch.Tensor | None = None
 
 
 def _pack(t: torch.Tensor) -> tuple:
@@ -90,6 +93,7 @@ class RoleWorker:
         self.gen = torch.Generator(device=self.device)
         self.rng = np.random.default_rng()
         self.backend = make_backend(cfg, family, self.device, self.gen, learners=False)
+        self.reseeds_global = family.kind == "text"
         self.version = -1
         self.tasks: OrderedDict[tuple, Task] = OrderedDict()
 
@@ -167,7 +171,8 @@ class RoleWorker:
     def _drawn(self, draw: Draw | None) -> Draw | None:
         if draw is None or draw.seed is not None:
             return None
-        return Draw(torch_state=self.gen.get_state(), np_state=self.rng.bit_generator.state)
+        return Draw(torch_state=self.gen.get_state(), np_state=self.rng.bit_generator.state,
+                    global_state=torch.random.get_rng_state() if self.reseeds_global else None)
 
 
 class RunWorker:

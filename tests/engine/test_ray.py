@@ -4,6 +4,7 @@ stop that cuts an iteration short, the `rla run --executor ray` process with its
 an ablation whose runs the cluster spreads over both nodes."""
 from __future__ import annotations
 
+import copy
 import os
 import random
 import signal
@@ -39,8 +40,9 @@ FIXED = "env.strategy=fixed"     # no environment model, one actor fewer to star
 
 @pytest.fixture(scope="module")
 def cluster():
-    """One node; the ablation's test adds the second (its daemons cost the other tests CPU)."""
-    c = Cluster(initialize_head=True, head_node_args={"num_cpus": 2, "object_store_memory": 80 * 2**20,
+    """One node; the ablation's test adds the second (its daemons cost the other tests CPU). Its 8
+    CPUs are Ray's logical ones: the module's trainers hold their workers' shares to the end."""
+    c = Cluster(initialize_head=True, head_node_args={"num_cpus": 8, "object_store_memory": 80 * 2**20,
                                                       "include_dashboard": False})
     ray.init(address=c.address, logging_level="warning", log_to_driver=False)
     yield c
@@ -48,29 +50,29 @@ def cluster():
     c.shutdown()
 
 
-class Jittery(RoleWorker):
-    """A rollout/judge worker that answers after a random delay: which one finishes first varies."""
+class Tunable(RoleWorker):
+    """A worker the test can slow down (to kill it or stop the run in the middle of a call) or
+    make answer after random delays (so that which worker finishes first varies)."""
+    delay, jitter = 0.0, False
+
+    def tune(self, delay: float, jitter: bool) -> None:
+        self.delay, self.jitter = delay, jitter
+
+    def _wait(self) -> None:
+        time.sleep(self.delay + (random.uniform(0.0, 0.05) if self.jitter else 0.0))
 
     def collect(self, *args):
-        time.sleep(random.uniform(0.0, 0.05))
+        self._wait()
         return super().collect(*args)
 
     def judge(self, *args):
-        time.sleep(random.uniform(0.0, 0.05))
+        if self.jitter:
+            self._wait()
         return super().judge(*args)
 
 
-class Slow(RoleWorker):
-    """A worker whose roll-outs take `delay` seconds: long enough to be killed or stopped in the middle."""
-    delay = 0.6
-
-    def collect(self, *args):
-        time.sleep(self.delay)
-        return super().collect(*args)
-
-
-class Slower(Slow):
-    delay = 1.2
+def tune(trainer: Trainer, role: str, delay: float = 0.0, jitter: bool = False) -> None:
+    ray.get([w.tune.remote(delay, jitter) for w in trainer.executor.workers[role]])
 
 
 def config(kind: str, *sets: str):
@@ -86,83 +88,103 @@ def metrics_of(trainer: Trainer, n: int) -> tuple[list[dict], list]:
     return values, events
 
 
-def run_for(cfg, n: int) -> tuple[list[dict], list]:
-    trainer = Trainer(cfg, torch.device("cpu"))
+@pytest.fixture(scope="module")
+def one_each(cluster):
+    """A Ray trainer with one worker per role (environment model included), built once."""
+    ray_executor.RoleWorker = Tunable
     try:
-        return metrics_of(trainer, n)
+        trainer = Trainer(config("ray"), torch.device("cpu"))
     finally:
-        trainer.close()
+        ray_executor.RoleWorker = RoleWorker
+    yield trainer
+    trainer.close()
 
 
-def test_one_worker_per_role_gives_the_local_runs_metrics(cluster):
-    local, _ = run_for(config("local"), 4)
-    remote, events = run_for(config("ray"), 4)
+@pytest.fixture(scope="module")
+def two_each(cluster):
+    """A Ray trainer with two rollout and two judge workers, built once."""
+    ray_executor.RoleWorker = Tunable
+    try:
+        trainer = Trainer(config("ray", "executor.rollout_workers=2", "executor.judge_workers=2",
+                                 "executor.rollout_cpus=0.5", FIXED), torch.device("cpu"))
+    finally:
+        ray_executor.RoleWorker = RoleWorker
+    yield trainer
+    trainer.close()
+
+
+def test_one_worker_per_role_gives_the_local_runs_metrics(one_each):
+    local_trainer = Trainer(config("local"), torch.device("cpu"))
+    local, _ = metrics_of(local_trainer, 4)
+    remote, events = metrics_of(one_each, 4)
     assert remote == local
     placed = [p for k, p in events if k == EventKind.PLACED]
     assert len(placed) == 1 and {w["role"] for w in placed[0]["workers"]} == {"rollout", "judge", "env"}
 
 
-def test_several_workers_do_not_depend_on_which_finishes_first(cluster, monkeypatch):
-    monkeypatch.setattr(ray_executor, "RoleWorker", Jittery)
-    trainer = Trainer(config("ray", "executor.rollout_workers=2", "executor.judge_workers=2",
-                             "executor.rollout_cpus=0.5", FIXED), torch.device("cpu"))
-    try:
-        metrics_of(trainer, 1)
-        before = trainer.state_dict()
-        first, _ = metrics_of(trainer, 2)            # iteration 3 evaluates: greedy roll-outs split too
-        trainer.load_state_dict(before)
-        again, _ = metrics_of(trainer, 2)            # the same iterations, the workers finishing in another order
-    finally:
-        trainer.close()
-    assert again == first
-
-
-def test_a_worker_killed_mid_iteration_is_restarted_and_changes_nothing(cluster, monkeypatch):
-    monkeypatch.setattr(ray_executor, "RoleWorker", Slow)
-    trainer = Trainer(config("ray", FIXED), torch.device("cpu"))
-    try:
-        _, events = metrics_of(trainer, 1)
-        pid = next(w["pid"] for k, p in events if k == EventKind.PLACED for w in p["workers"] if w["role"] == "rollout")
-        before = trainer.state_dict()
-        unharmed, _ = metrics_of(trainer, 1)
-        trainer.load_state_dict(before)
-        killer = threading.Timer(0.3, os.kill, (pid, signal.SIGKILL))   # inside the roll-out's 0.6 s
-        killer.start()
-        killed, events = metrics_of(trainer, 1)
-        killer.join()
-    finally:
-        trainer.close()
+def test_a_worker_killed_mid_iteration_is_restarted_and_changes_nothing(one_each):
+    trainer = one_each
+    pid = ray.get(trainer.executor.workers["rollout"][0].where.remote())["pid"]
+    before = copy.deepcopy(trainer.state_dict())
+    unharmed, _ = metrics_of(trainer, 1)
+    trainer.load_state_dict(copy.deepcopy(before))
+    tune(trainer, "rollout", delay=0.6)
+    killer = threading.Timer(0.3, os.kill, (pid, signal.SIGKILL))   # inside the roll-out's 0.6 s
+    killer.start()
+    killed, events = metrics_of(trainer, 1)
+    killer.join()
     assert killed == unharmed
     restarted = [p for k, p in events if k == EventKind.WORKER_RESTARTED]
     assert len(restarted) == 1 and restarted[0]["role"] == "rollout" and restarted[0]["pid"] != pid
 
 
-def test_a_stop_during_a_slow_iteration_cancels_it_and_keeps_what_was_committed(cluster, tmp_path, monkeypatch):
+def test_several_workers_do_not_depend_on_which_finishes_first(two_each):
+    trainer = two_each
+    tune(trainer, "rollout", jitter=True)
+    tune(trainer, "judge", jitter=True)
+    metrics_of(trainer, 1)
+    before = copy.deepcopy(trainer.state_dict())   # a copy: loading shares tensors that training changes
+    first, _ = metrics_of(trainer, 2)            # iteration 3 evaluates: greedy roll-outs split too
+    trainer.load_state_dict(copy.deepcopy(before))
+    again, _ = metrics_of(trainer, 2)            # the same iterations, the workers finishing in another order
+    assert again == first
+    local_trainer = Trainer(config("local", FIXED), torch.device("cpu"))
+    local_trainer.load_state_dict(copy.deepcopy(before))
+    local, _ = metrics_of(local_trainer, 2)
+    assert local != first          # split work draws per-chunk seeds: a different, equally valid run
+
+
+def test_a_stop_during_a_slow_iteration_cancels_it_and_keeps_what_was_committed(two_each, tmp_path):
     from rla_engine.launch import checkpoint_folder
-    monkeypatch.setattr(ray_executor, "RoleWorker", Slower)
+    trainer = two_each
+    tune(trainer, "rollout", delay=1.2)
     db = tmp_path / "r.db"
-    cfg = config("ray", "run.iterations=50", FIXED)
     store = open_store(db)
-    trainer = Trainer(cfg, torch.device("cpu"))
     folder = checkpoint_folder(store, "r1")
-    checkpoint.save(folder, 0, trainer.state_dict(), cfg.run.keep_checkpoints)
-    store.create_run("r1", name="r1", preset="tiny", config=cfg.to_dict(), device="cpu",
-                     first_tasks=trainer.task_rows(live=False))
-    stopper = threading.Thread(target=lambda: (wait_for(lambda: store.get_run("r1")["iteration"] >= 1, what="it 1"),
-                                               time.sleep(0.2), store.add_command("r1", "stop")))
+    checkpoint.save(folder, trainer.iteration, trainer.state_dict(), trainer.cfg.run.keep_checkpoints)
+    store.create_run("r1", name="r1", preset="tiny", config=trainer.cfg.to_dict(), device="cpu",
+                     first_tasks=trainer.task_rows(live=True))
+    start = trainer.iteration
+    commands = {}
+    stopper = threading.Thread(target=lambda: (
+        wait_for(lambda: store.get_run("r1")["iteration"] >= start + 1, what="an iteration"), time.sleep(0.2),
+        commands.update(pause=store.add_command("r1", "pause"), stop=store.add_command("r1", "stop"))))
     stopper.start()
     t0 = time.monotonic()
-    assert drive(store, "r1", trainer, 50, out=lambda _line: None) == 0
+    assert drive(store, "r1", trainer, start + 50, out=lambda _line: None) == 0
     stopper.join()
     took = time.monotonic() - t0
     run = store.get_run("r1")
-    assert run["status"] == "stopped" and run["iteration"] >= 1
+    assert run["status"] == "stopped" and run["iteration"] >= start + 1
     stopped = next(e["payload"] for e in store.events("r1") if e["kind"] == EventKind.STOPPED)
     assert stopped["abandoned_iteration"] == run["iteration"] + 1
+    # a pause that came with the stop cannot checkpoint a half-done iteration: it is refused
+    assert store.command(commands["pause"])["result"] == "rejected: the run stopped in the middle of an iteration"
+    assert store.command(commands["stop"])["result"] == "applied"
     # the iteration cut short left no rows and no checkpoint: the newest is the last committed one
     assert checkpoint.iteration_of(checkpoint.latest(checkpoints_dir(db, "r1"))) == run["iteration"]
     assert store.last_iteration("r1") == run["iteration"]
-    assert took < (run["iteration"] + 1) * Slower.delay + 3   # it did not wait for the cancelled roll-out
+    assert took < (run["iteration"] - start + 1) * 1.2 + 3   # it did not wait for the cancelled roll-out
 
 
 def test_rla_run_on_ray_pauses_resumes_and_completes_like_a_local_run(cluster, tmp_path, monkeypatch):
