@@ -11,8 +11,8 @@ from engine_support import rla, wait_for
 from rla_engine import metrics
 from rla_engine.store import open_store
 
-ARGS = ["ablate", "--preset", "tiny", "--seeds", "0", "--budget", "2500", "--arms", "outcome,full"]
-GROUP = "ablate-tiny-2500"
+ARGS = ["ablate", "--preset", "tiny", "--seeds", "0", "--budget", "1600", "--arms", "outcome,full"]
+GROUP = "ablate-tiny-1600"
 
 
 def test_an_interrupted_ablation_resumes_and_writes_its_group_and_table(tmp_path):
@@ -38,7 +38,7 @@ def test_an_interrupted_ablation_resumes_and_writes_its_group_and_table(tmp_path
     for run_id, run in runs.items():
         assert run["status"] == "completed" and run["group_id"] == GROUP
         steps = store.series(run_id, metrics.ENV_STEPS)[1]
-        assert steps[-1] >= 2500 > steps[-2]          # stopped at the budget, not before, not after
+        assert steps[-1] >= 1600 > steps[-2]          # stopped at the budget, not before, not after
         assert store.series(run_id, metrics.EVAL_SUCCESS)[0][-1] == run["iteration"]   # evaluated at the end
     assert runs[first]["iteration"] > stopped_at
     events = [e["kind"] for e in store.events(first)]
@@ -52,8 +52,8 @@ def test_an_interrupted_ablation_resumes_and_writes_its_group_and_table(tmp_path
     for figure in ("curves", "theory"):       # drawn by the console package's renderer
         assert (tmp_path / f"table.{figure}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     data = json.loads(out.with_suffix(".json").read_text())
-    assert data["budget"] == 2500 and set(data["arms"]) == {"outcome", "full"}
-    assert data["arms"]["full"]["runs"]["0"][metrics.ENV_STEPS] >= 2500
+    assert data["budget"] == 1600 and set(data["arms"]) == {"outcome", "full"}
+    assert data["arms"]["full"]["runs"]["0"][metrics.ENV_STEPS] >= 1600
 
     # a rerun skips the finished runs; the same group with other settings is refused
     again = rla(*args[:-4], "--out", str(out), db=db, timeout=120)

@@ -127,7 +127,7 @@ def test_sigterm_stops_gracefully_with_a_checkpoint(tmp_path):
 
 
 def test_pause_resume_through_commands_reproduces_the_uninterrupted_run(tmp_path):
-    n = 16
+    n = 12
     db = tmp_path / "h.db"
     a = spawn(db, "run", *TINY, "--iterations", str(n), "--seed", "7", "--name", "straight")
     assert a.wait(timeout=120) == 0, a.stderr.read()
