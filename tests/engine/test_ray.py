@@ -166,9 +166,15 @@ def test_a_stop_during_a_slow_iteration_cancels_it_and_keeps_what_was_committed(
                      first_tasks=trainer.task_rows(live=True))
     start = trainer.iteration
     commands = {}
-    stopper = threading.Thread(target=lambda: (
-        wait_for(lambda: store.get_run("r1")["iteration"] >= start + 1, what="an iteration"), time.sleep(0.2),
-        commands.update(pause=store.add_command("r1", "pause"), stop=store.add_command("r1", "stop"))))
+
+    def stop_soon() -> None:     # another process's part: its own connection, as the console has
+        other = open_store(db)
+        wait_for(lambda: other.get_run("r1")["iteration"] >= start + 1, what="an iteration")
+        time.sleep(0.2)
+        commands.update(pause=other.add_command("r1", "pause"), stop=other.add_command("r1", "stop"))
+        other.close()
+
+    stopper = threading.Thread(target=stop_soon)
     stopper.start()
     t0 = time.monotonic()
     assert drive(store, "r1", trainer, start + 50, out=lambda _line: None) == 0
