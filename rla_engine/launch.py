@@ -187,6 +187,4 @@ def make_trainer(cfg: Config, device: str, unusable: Callable[[Exception], str])
         where = resolve_device(device)
     except RuntimeError as e:
         raise InputError(unusable(e)) from None
-    trainer = Trainer(cfg, where)
-    trainer.device = where
-    return trainer
+    return Trainer(cfg, where)

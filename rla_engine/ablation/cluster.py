@@ -16,14 +16,12 @@ from ..errors import InputError
 def joined(base: Config, jobs: int | None, say: Callable[[str], None]) -> Iterator[tuple[int, dict]]:
     try:
         import ray
+
+        from ..ray_cluster import connect
     except ImportError:
         raise InputError("--executor ray: Ray is not installed (pip install 'rlanything[ray]')") from None
     ex = base.executor
-    try:
-        ray.init(address=ex.address or None, include_dashboard=False, logging_level="warning", log_to_driver=False)
-    except (ConnectionError, ValueError, RuntimeError) as e:
-        raise InputError(f"invalid config: executor.address = {ex.address!r}: cannot join the Ray cluster "
-                         f"({str(e).splitlines()[0] if str(e) else type(e).__name__})") from None
+    connect(ex.address)
     try:
         have = ray.cluster_resources()
         fits = [have.get("CPU", 0.0) / ex.run_cpus] + ([have.get("GPU", 0.0) / ex.run_gpus] if ex.run_gpus else [])

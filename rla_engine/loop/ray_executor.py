@@ -26,6 +26,7 @@ from ray.util.placement_group import placement_group, remove_placement_group
 from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 
 from ..errors import InputError
+from ..ray_cluster import connect, first_line
 from ..tasks.base import Task
 from ..vocabulary import EventKind
 from .backend import Backend, Episodes, Judgement, Proposal, VariantRequest
@@ -42,20 +43,6 @@ class WorkerFailed(ExecutorError):
     pass
 
 
-def connect(address: str) -> bool:
-    """Join the cluster at `address` (empty: RAY_ADDRESS if set, else a new cluster on this
-    machine) unless this process already has; True when this call connected."""
-    if ray.is_initialized():
-        return False
-    try:
-        ray.init(address=address or None, include_dashboard=False, logging_level="warning",
-                 log_to_driver=False, configure_logging=True)
-    except (ConnectionError, ValueError, RuntimeError) as e:
-        raise InputError(f"invalid config: executor.address = {address!r}: cannot join the Ray cluster "
-                         f"({str(e).splitlines()[0] if str(e) else type(e).__name__})") from None
-    return True
-
-
 def _bundle(cpus: float, gpus: float) -> dict[str, float]:
     return {"CPU": cpus, **({"GPU": gpus} if gpus else {})}
 
@@ -70,13 +57,13 @@ class RayExecutor:
         self.owns_connection = connect(cfg.executor.address)
         tensor_transport()
         ex = cfg.executor
-        counts = {"rollout": ex.rollout_workers, "judge": ex.judge_workers,
-                  "env": 1 if cfg.env.strategy == "rlanything" else 0}
+        self.counts = counts = {"rollout": ex.rollout_workers, "judge": ex.judge_workers,
+                                "env": 1 if cfg.env.strategy == "rlanything" else 0}
         self.resources = {"rollout": _bundle(ex.rollout_cpus, ex.rollout_gpus),
                           "judge": _bundle(ex.judge_cpus, ex.judge_gpus), "env": _bundle(ex.env_cpus, ex.env_gpus)}
-        self.slots = {role: list(range(sum(counts[r] for r in ROLES[:i]), sum(counts[r] for r in ROLES[:i + 1])))
-                      for i, role in enumerate(ROLES)}
-        bundles = [self.resources[role] for role in ROLES for _ in range(counts[role])]
+        order = [(role, k) for role in ROLES for k in range(counts[role])]    # one bundle per worker
+        self.bundle_of = {worker: i for i, worker in enumerate(order)}
+        bundles = [self.resources[role] for role, _ in order]
         self._check_fits(bundles)
         self.pg = placement_group(bundles, strategy=ex.placement.upper())
         try:
@@ -84,7 +71,7 @@ class RayExecutor:
         except ray.exceptions.GetTimeoutError:
             remove_placement_group(self.pg)
             raise InputError(f"invalid config: executor.placement = {ex.placement!r}: the cluster could not place "
-                             f"{len(bundles)} workers ({self._asked(bundles)}) within {PLACEMENT_WAIT_S:g} s; "
+                             f"{len(bundles)} workers ({self._asked()}) within {PLACEMENT_WAIT_S:g} s; "
                              f"it has {self._has()}") from None
         self.config = cfg.to_dict()
         self.workers = {role: [self._spawn(role, k) for k in range(counts[role])] for role in ROLES}
@@ -92,7 +79,7 @@ class RayExecutor:
             placed = {role: ray.get([w.where.remote() for w in ws]) for role, ws in self.workers.items()}
         except DEAD as e:
             self.close()
-            raise ExecutorError(f"the run's Ray workers could not start: {_first_line(e)}") from None
+            raise ExecutorError(f"the run's Ray workers could not start: {first_line(e)}") from None
         # the driver's generator states go to a worker only where they mean the same there
         self.ship_state = {role: all(p["device"] == device.type for p in placed[role]) for role in ROLES}
         self.events.append((EventKind.PLACED, {
@@ -110,15 +97,12 @@ class RayExecutor:
             asked = sum(b.get(res, 0.0) for b in bundles)
             if asked > have.get(res, 0.0) + 1e-9:
                 raise InputError(f"invalid config: executor.rollout_workers = {self.cfg.executor.rollout_workers}: "
-                                 f"the workers ask for {asked:g} {res} in all ({self._asked(bundles)}) and the "
+                                 f"the workers ask for {asked:g} {res} in all ({self._asked()}) and the "
                                  f"cluster has {have.get(res, 0.0):g}; use fewer workers or fewer {key} each "
                                  f"(executor.*_{key})")
 
-    def _asked(self, bundles: list[dict]) -> str:
-        ex = self.cfg.executor
-        return ", ".join(f"{role} {n}×{self.resources[role]}" for role, n in
-                         (("rollout", ex.rollout_workers), ("judge", ex.judge_workers),
-                          ("env", len(bundles) - ex.rollout_workers - ex.judge_workers)) if n)
+    def _asked(self) -> str:
+        return ", ".join(f"{role} {n}×{self.resources[role]}" for role, n in self.counts.items() if n)
 
     @staticmethod
     def _has() -> str:
@@ -127,7 +111,7 @@ class RayExecutor:
 
     def _spawn(self, role: str, k: int):
         res = self.resources[role]
-        strategy = PlacementGroupSchedulingStrategy(self.pg, placement_group_bundle_index=self.slots[role][k])
+        strategy = PlacementGroupSchedulingStrategy(self.pg, placement_group_bundle_index=self.bundle_of[role, k])
         return ray.remote(RoleWorker).options(num_cpus=res["CPU"], num_gpus=res.get("GPU", 0.0), max_restarts=0,
                                               scheduling_strategy=strategy).remote(self.config)
 
@@ -285,7 +269,7 @@ class RayExecutor:
             if restarts[k] > self.cfg.executor.restarts:
                 self.cancel(list(pending))
                 raise WorkerFailed(f"{role} worker {k} died {restarts[k]} times in one call "
-                                   f"(executor.restarts = {self.cfg.executor.restarts}): {_first_line(error)}")
+                                   f"(executor.restarts = {self.cfg.executor.restarts}): {first_line(error)}")
             try:
                 self._restart(role, k, error, restarts[k])
                 return
@@ -307,10 +291,10 @@ class RayExecutor:
             if time.monotonic() > deadline:
                 self.cancel([ref])
                 raise WorkerFailed(f"{role} worker {k} could not be restarted within {PLACEMENT_WAIT_S:g} s "
-                                   f"(after: {_first_line(error)}); the cluster has {self._has()}")
+                                   f"(after: {first_line(error)}); the cluster has {self._has()}")
         placed = ray.get(ref)
         self.events.append((EventKind.WORKER_RESTARTED, {"role": role, "index": k, "restart": n,
-                                                          "error": _first_line(error), **placed}))
+                                                          "error": first_line(error), **placed}))
 
     def cancel(self, refs: list) -> None:
         """Outstanding work cancelled and every worker stopped: the executor is done."""
@@ -339,8 +323,3 @@ class RayExecutor:
             pass
         if self.owns_connection:
             ray.shutdown()
-
-
-def _first_line(e: BaseException) -> str:
-    text = str(e).strip().splitlines()
-    return (text[0] if text else type(e).__name__)[:300]

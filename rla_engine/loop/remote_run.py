@@ -18,7 +18,8 @@ from ..config import Config
 from ..errors import InputError
 from ..vocabulary import EventKind
 from .executor import ExecutorError, Interrupted
-from .ray_executor import DEAD, PLACEMENT_WAIT_S, WAIT_S, _first_line, connect
+from ..ray_cluster import connect, first_line
+from .ray_executor import DEAD, PLACEMENT_WAIT_S, WAIT_S
 from .trainer import IterationResult
 from .workers import RunWorker
 
@@ -89,7 +90,7 @@ class RemoteTrainer:
                 try:
                     return ray.get(ref)
                 except DEAD as e:
-                    raise RunActorDied(f"the run's actor died while {doing}: {_first_line(e)}") from None
+                    raise RunActorDied(f"the run's actor died while {doing}: {first_line(e)}") from None
             if interruptible and self.interrupted():
                 self._kill()
                 raise Interrupted(f"stopped during {doing}")
