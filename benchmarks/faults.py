@@ -1,7 +1,11 @@
-"""Fault campaign (issue 7): SIGKILLs at random moments, a full disk, three engines + the console
-+ `rla runs` under a held write lock. Prints its figures; exits 1 when a guarantee is violated.
+"""Fault campaign (issues 7 and 19): SIGKILLs at random moments, a full disk, three engines + the
+console + `rla runs` under a held write lock; and the second campaign's classes, each in its own
+module: two engines of one run (fault_twins), links and planted files in the checkpoint folder
+(fault_links), hostile imports (fault_imports), hand-edited rows (fault_rows), hostile model
+folders (fault_models), an unreachable Ray address (fault_ray). Prints its figures; exits 1 when
+a guarantee is violated.
 
-    .venv/bin/python benchmarks/faults.py [--kills N] [--seconds S] [--only crash,disk,concurrency]
+    .venv/bin/python benchmarks/faults.py [--kills N] [--seconds S] [--only crash,disk,concurrency,...]
 
 Every engine is a real `rla run` / `rla resume` subprocess with a tiny configuration. A kill is
 SIGSTOP, a look from outside (/proc/locks: does it hold SQLite's write lock; /proc/PID/fd: is a
@@ -14,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import importlib
 import os
 import random
 import re
@@ -588,12 +593,17 @@ def concurrency(root: Path, seconds: float = 120, engines: int = 3, iterations: 
     return {"runs": len(runs), "cli": len(cli), "holds": held, "lateness": late, "errors": errors}
 
 
+# the second campaign's classes: --only name -> the module whose campaign(root, verdict) runs it
+SECOND_CAMPAIGN = {"twins": "fault_twins", "links": "fault_links", "imports": "fault_imports",
+                   "rows": "fault_rows", "models": "fault_models", "ray": "fault_ray"}
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--kills", type=int, default=60)
     ap.add_argument("--seconds", type=float, default=120.0, help="length of the concurrency part")
     ap.add_argument("--iterations", type=int, default=30, help="iterations of each killed run")
-    ap.add_argument("--only", default="crash,disk,concurrency")
+    ap.add_argument("--only", default=",".join(("crash", "disk", "concurrency", *SECOND_CAMPAIGN)))
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--keep", action="store_true", help="keep the temporary folder")
     a = ap.parse_args()
@@ -608,6 +618,11 @@ def main() -> int:
             disk_full(root / "disk", verdict=v)
         if "concurrency" in only:
             concurrency(root / "conc", seconds=a.seconds, seed=a.seed, verdict=v)
+        counts = {name: importlib.import_module(module).campaign(root / name, v)
+                  for name, module in SECOND_CAMPAIGN.items() if name in only}
+        if counts:
+            print(table("second campaign (issue 19): attacks tried / held, by class",
+                        [(name, c["tried"], c["held"]) for name, c in counts.items()], ("class", "tried", "held")))
     finally:
         if not a.keep:
             shutil.rmtree(root, ignore_errors=True)

@@ -67,11 +67,12 @@ def make_history(db: Path, n: int, say) -> str:
         store.insert_history(run_id, zip(np.repeat(it, nk).tolist(), HISTORY_KEYS * len(it), values.tolist(),
                                          np.repeat(tt, nk).tolist()),
                              zip(it.tolist(), tt.tolist(), (it * 256).tolist(), [0.05] * len(it)))
+    owner = checkpoint.Owner(run_id, store.database_id)
     store.close()
     folder = checkpoints_dir(db, run_id)
     state = checkpoint.load(checkpoint.latest(folder))
     state["iteration"], state["env_steps"] = n, n * 256
-    checkpoint.save(folder, n, state, 3)
+    checkpoint.save(folder, n, state, 3, owner)
     say(f"history: {n:,} iterations × {len(HISTORY_KEYS)} keys stored in {time.time() - t:.0f} s "
         f"({db.stat().st_size / 2 ** 20:.0f} MB)")
     return run_id

@@ -1,15 +1,23 @@
 """Checkpoints: written atomically (temporary file, fsync, rename), the last N kept, loaded with
 `weights_only=True` so a checkpoint file can never run code.
 
-A file is a fixed header followed by the `torch.save` payload, in one file so that the checksum
-and the data it covers are renamed into place together (two files could be caught half-updated):
+A file is a fixed header, the checkpoint's owner and the `torch.save` payload, in one file so
+that the checksum and the data it covers are renamed into place together (two files could be
+caught half-updated):
 
     offset  size  field
          0     8  magic  b"RLACKPT\\n"
-         8     4  format version, little-endian uint32 (1)
-        12     8  payload length in bytes, little-endian uint64
-        20    32  sha256 of the payload
-        52     …  payload (a torch.save zip archive)
+         8     4  format version, little-endian uint32 (2)
+        12     4  owner length in bytes, little-endian uint32
+        16     8  payload length in bytes, little-endian uint64
+        24    32  sha256 of owner + payload
+        56     …  owner: UTF-8 JSON {"run": run id, "database": database id}
+         …     …  payload (a torch.save zip archive)
+
+The owner names the run and the database (by the id stored inside it, so a moved or copied
+database still owns its checkpoints) that wrote the file, under the checksum: a file copied or
+linked in from another run is refused by `load(..., owner=...)`, not resumed from. Version 1
+(no owner) and headerless files from older versions still load.
 
 `load` checks all of it before handing the bytes to torch, so damage is reported as a
 `CheckpointError` naming the file and the reason, and `newest_good` can fall back to an older
@@ -21,8 +29,11 @@ import hashlib
 import io
 import os
 import re
+import json
+import stat
 import struct
 from pathlib import Path
+from typing import NamedTuple
 
 import torch
 
@@ -31,11 +42,22 @@ from .paths import fsync_path
 _NAME = re.compile(r"^it-(\d{9})\.pt$")
 _TMP = re.compile(r"^\.it-\d{9}\.pt\.tmp$")
 MAGIC = b"RLACKPT\n"
-VERSION = 1
-_HEADER = struct.Struct("<8sIQ32s")
+VERSION = 2
+_HEADER = struct.Struct("<8sIIQ32s")
+_HEADER_V1 = struct.Struct("<8sIQ32s")
+_OWNER_MAX = 4096
 # What torch.save (zip format, the default since torch 1.6) starts with: the only thing a
 # headerless file written by the previous version of this module can be.
 _ZIP = b"PK\x03\x04"
+
+
+class Owner(NamedTuple):
+    """Who wrote a checkpoint: the run and the database (its stored id, not its path)."""
+    run: str
+    database: str
+
+    def describe(self) -> str:
+        return f"run {self.run!r} of database {self.database}"
 
 
 class CheckpointError(Exception):
@@ -47,10 +69,10 @@ class CheckpointError(Exception):
         self.reason = reason
 
 
-def save(folder: Path, iteration: int, state: dict, keep: int) -> Path:
-    """Write `state` as `folder/it-NNNNNNNNN.pt` (mode 0600, folder 0700) and keep the newest
-    `keep`. An OSError (e.g. ENOSPC) propagates after the temporary file is removed; the
-    checkpoints already there are untouched."""
+def save(folder: Path, iteration: int, state: dict, keep: int, owner: Owner | None = None) -> Path:
+    """Write `state` as `folder/it-NNNNNNNNN.pt` (mode 0600, folder 0700), signed by `owner`, and
+    keep the newest `keep`. An OSError (e.g. ENOSPC) propagates after the temporary file is
+    removed; the checkpoints already there are untouched."""
     folder = Path(folder)
     _make_private_dir(folder)
     clean_tmp(folder)
@@ -59,13 +81,17 @@ def save(folder: Path, iteration: int, state: dict, keep: int) -> Path:
     buf = io.BytesIO()
     torch.save(state, buf)
     payload = buf.getbuffer()
-    header = _HEADER.pack(MAGIC, VERSION, len(payload), hashlib.sha256(payload).digest())
+    who = json.dumps(owner._asdict() if owner else {}).encode()
+    digest = hashlib.sha256(who)
+    digest.update(payload)
+    header = _HEADER.pack(MAGIC, VERSION, len(who), len(payload), digest.digest())
     # O_EXCL: never write through a link or into someone else's file left under our name
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o600)
     try:
         with os.fdopen(fd, "wb") as f:
             os.fchmod(f.fileno(), 0o600)   # the mode given to os.open is still filtered by umask
             f.write(header)
+            f.write(who)
             f.write(payload)
             f.flush()
             os.fsync(f.fileno())
@@ -74,7 +100,7 @@ def save(folder: Path, iteration: int, state: dict, keep: int) -> Path:
         tmp.unlink(missing_ok=True)
         raise
     fsync_path(folder)
-    _prune(folder, final, keep)
+    _prune(folder, final, keep, owner)
     return final
 
 
@@ -88,11 +114,13 @@ def _make_private_dir(folder: Path) -> None:
         os.chmod(p, 0o700)
 
 
-def _prune(folder: Path, final: Path, keep: int) -> None:
+def _prune(folder: Path, final: Path, keep: int, owner: Owner | None) -> None:
     """Keep the file just written (known good) and the newest `keep - 1` older ones. Files newer
     than the one just written are left alone: they are what `newest_good` skipped as damaged on
-    the way to the one this run resumed from, and the run overwrites them as it goes on."""
-    older = [p for p in list_checkpoints(folder) if iteration_of(p) < iteration_of(final)]
+    the way to the one this run resumed from, and the run overwrites them as it goes on. Only
+    the run's own files are ever deleted: not a link, not a file another run signed."""
+    older = [p for p in list_checkpoints(folder) if iteration_of(p) < iteration_of(final)
+             and not p.is_symlink() and owner_of(p) in (None, owner)]
     for old in older[: max(0, len(older) - (max(keep, 1) - 1))]:
         old.unlink(missing_ok=True)
 
@@ -111,11 +139,49 @@ def clean_tmp(folder: Path) -> int:
     return removed
 
 
+def is_checkpoint_name(name: str) -> bool:
+    return _NAME.match(name) is not None
+
+
+def is_tmp_name(name: str) -> bool:
+    return _TMP.match(name) is not None
+
+
 def list_checkpoints(folder: Path) -> list[Path]:
-    """Oldest first."""
+    """Oldest first: every name a checkpoint could have, links included (`load` refuses those)."""
     if not folder.is_dir():
         return []
     return sorted(p for p in folder.iterdir() if _NAME.match(p.name))
+
+
+def owner_of(path: Path) -> Owner | None:
+    """The owner a checkpoint file names in its header (None for a file without one, or one
+    that is not a checkpoint), read without loading the payload; the checksum is not checked."""
+    try:
+        with open(path, "rb", opener=_no_follow) as f:
+            head = f.read(_HEADER.size)
+            if len(head) < _HEADER.size or not head.startswith(MAGIC):
+                return None
+            _, version, n, _, _ = _HEADER.unpack(head)
+            if version != VERSION or n > _OWNER_MAX:
+                return None
+            return _owner(f.read(n))
+    except (OSError, ValueError):
+        return None
+
+
+def _owner(raw: bytes) -> Owner | None:
+    """Raises ValueError for an owner that is not two strings."""
+    data = json.loads(raw.decode("utf-8"))
+    if not data:
+        return None
+    if not (isinstance(data, dict) and isinstance(data.get("run"), str) and isinstance(data.get("database"), str)):
+        raise ValueError("malformed owner")
+    return Owner(data["run"], data["database"])
+
+
+def _no_follow(path, flags):
+    return os.open(path, flags | os.O_NOFOLLOW | getattr(os, "O_NONBLOCK", 0))
 
 
 def iteration_of(path: Path) -> int:
@@ -131,21 +197,22 @@ def latest(folder: Path) -> Path | None:
     return found[-1] if found else None
 
 
-def load(path: Path, device: torch.device | str = "cpu") -> dict:
+def load(path: Path, device: torch.device | str = "cpu", owner: Owner | None = None) -> dict:
     """The state saved in `path`, checked against its header; raises CheckpointError.
 
-    A file without the header, written by the previous version of this module, is still loaded
-    when it is a torch.save archive that torch can read (old runs must stay resumable); it has no
-    checksum, so only the zip format's own checks guard it."""
+    Never through a symbolic link, never a file that is not a regular one. With `owner`, a file
+    that names another owner is refused, and so is one whose state is not of the iteration its
+    name says (a copy planted under a newer name). A file without an owner, written by an older
+    version of this module (a headerless torch.save archive, or format 1), is still loaded: old
+    runs must stay resumable; it has no checksum, so only the zip format's own checks guard it."""
     path = Path(path)
-    try:
-        data = path.read_bytes()
-    except OSError as e:
-        raise CheckpointError(path, f"cannot read: {e.strerror or e}") from None
+    data = _read_regular(path)
     if not data:
         raise CheckpointError(path, "empty file")
     if data.startswith(MAGIC) or MAGIC.startswith(data):
-        payload = _verified(path, data)
+        payload, found = _verified(path, data)
+        if owner is not None and found is not None and found != owner:
+            raise CheckpointError(path, f"written by {found.describe()}, not by this run")
     elif data.startswith(_ZIP):
         payload = memoryview(data)
     else:
@@ -156,18 +223,58 @@ def load(path: Path, device: torch.device | str = "cpu") -> dict:
         raise CheckpointError(path, f"cannot load: {type(e).__name__}: {e}") from None
     if not isinstance(state, dict):
         raise CheckpointError(path, f"not a checkpoint (holds a {type(state).__name__})")
+    held = state.get("iteration")
+    if owner is not None and _NAME.match(path.name) and isinstance(held, int) and held != iteration_of(path):
+        raise CheckpointError(path, f"holds iteration {held}, not the {iteration_of(path)} its name says")
     return state
 
 
-def _verified(path: Path, data: bytes) -> memoryview:
+def _read_regular(path: Path) -> bytes:
+    """The file's bytes; a link, a FIFO or a device is refused before anything blocks on it."""
+    try:
+        with open(path, "rb", opener=_no_follow) as f:
+            if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+                raise CheckpointError(path, "not a regular file")
+            return f.read()
+    except OSError as e:
+        if path.is_symlink():
+            raise CheckpointError(path, "a symbolic link (a checkpoint is never read through one)") from None
+        raise CheckpointError(path, f"cannot read: {e.strerror or e}") from None
+
+
+def _verified(path: Path, data: bytes) -> tuple[memoryview, Owner | None]:
+    """The payload and the owner the header names, after checking sizes and the checksum."""
+    version = struct.unpack_from("<I", data, 8)[0] if len(data) >= 12 else None
+    if version == 1:
+        return _verified_v1(path, data), None
     if len(data) < _HEADER.size:
         raise CheckpointError(path, f"truncated: {len(data)} of at least {_HEADER.size} bytes")
-    _, version, length, digest = _HEADER.unpack_from(data)
+    _, version, n, length, digest = _HEADER.unpack_from(data)
     if version != VERSION:
         raise CheckpointError(path, f"unknown format version {version}")
-    payload = memoryview(data)[_HEADER.size:]
+    if n > _OWNER_MAX:
+        raise CheckpointError(path, f"an owner of {n} bytes (at most {_OWNER_MAX})")
+    body = memoryview(data)[_HEADER.size:]
+    if len(body) < n + length:
+        raise CheckpointError(path, f"truncated: {len(data)} of {_HEADER.size + n + length} bytes")
+    if len(body) > n + length:
+        raise CheckpointError(path, f"{len(body) - n - length} bytes more than the header says")
+    if hashlib.sha256(body).digest() != digest:
+        raise CheckpointError(path, "checksum mismatch")
+    try:
+        found = _owner(bytes(body[:n]))
+    except ValueError:     # covered by the checksum, so written so: not ours to trust
+        raise CheckpointError(path, "an unreadable owner") from None
+    return body[n:], found
+
+
+def _verified_v1(path: Path, data: bytes) -> memoryview:
+    if len(data) < _HEADER_V1.size:
+        raise CheckpointError(path, f"truncated: {len(data)} of at least {_HEADER_V1.size} bytes")
+    _, _, length, digest = _HEADER_V1.unpack_from(data)
+    payload = memoryview(data)[_HEADER_V1.size:]
     if len(payload) < length:
-        raise CheckpointError(path, f"truncated: {len(data)} of {_HEADER.size + length} bytes")
+        raise CheckpointError(path, f"truncated: {len(data)} of {_HEADER_V1.size + length} bytes")
     if len(payload) > length:
         raise CheckpointError(path, f"{len(payload) - length} bytes more than the header says")
     if hashlib.sha256(payload).digest() != digest:
@@ -175,15 +282,16 @@ def _verified(path: Path, data: bytes) -> memoryview:
     return payload
 
 
-def newest_good(folder: Path, device: torch.device | str = "cpu") -> tuple[Path, dict, list[tuple[Path, str]]]:
-    """The newest checkpoint that loads: its path, its state, and (path, reason) for each newer
-    one skipped. Raises CheckpointError naming every file tried if none loads, or if there are
-    none."""
+def newest_good(folder: Path, device: torch.device | str = "cpu", owner: Owner | None = None
+                ) -> tuple[Path, dict, list[tuple[Path, str]]]:
+    """The newest checkpoint that loads (for `owner`, see `load`): its path, its state, and
+    (path, reason) for each newer one skipped. Raises CheckpointError naming every file tried if
+    none loads, or if there are none."""
     folder = Path(folder)
     skipped: list[tuple[Path, str]] = []
     for path in reversed(list_checkpoints(folder)):
         try:
-            return path, load(path, device), skipped
+            return path, load(path, device, owner), skipped
         except CheckpointError as e:
             skipped.append((path, e.reason))
     if not skipped:

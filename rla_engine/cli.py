@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
+import signal
 import sqlite3
 import subprocess
 import sys
@@ -16,13 +18,19 @@ from .config import ConfigError, build, preset_description, preset_names
 from .errors import ExecutorError, InputError
 from .export import DATA_FORMATS
 from .export.bundles import read_bundles
-from .export.command import run_export
+from .export.command import PROG, run_export, terminate_as_interrupt
 from .export.renderer import MISSING, renderer_command
 from .launch import resume_run, start_run
-from .paths import UnsafeRunId, check_run_id, default_db_path
+from .output import say
+from .ablation.arms import check_group
+from .paths import RunBusy, UnsafeRunId, check_run_id, default_db_path, lock_group, unlock_run
 from .store import StoreError, new_run_id, open_store
 from .summary import SUMMARY_KEYS, run_duration
+from .text import json_safe, printable, shown
 from .vocabulary import EventKind, TaskStatus
+
+
+RENDERER_GRACE_S = 30.0    # an interrupted HTML/PDF renderer's time to remove its temporary file
 
 
 class _Parser(argparse.ArgumentParser):
@@ -64,8 +72,10 @@ def _parser() -> argparse.ArgumentParser:
     abl.add_argument("--executor", choices=("local", "ray"),
                      help="ray: every run's loop is an actor the Ray cluster places (executor.address, "
                           "else a cluster started here); the rows still come to this database")
-    abl.add_argument("--out", help="where the table is saved (default: <group>.md, with <group>.json and "
-                                   "the runs' logs in <group>.logs/)")
+    abl.add_argument("--out", help="where the table is saved (default: <group>.md, with <group>.json, the "
+                                   "figures <group>.curves.png and .theory.png, and the runs' logs in <group>.logs/)")
+    abl.add_argument("--force", action="store_true", help="replace existing files that are not this group's own "
+                                                          "table (a rerun of the group refreshes its own without it)")
 
     res = sub.add_parser("resume", help="continue a stopped, crashed or failed run from its last checkpoint")
     res.add_argument("run_id")
@@ -115,13 +125,14 @@ def cmd_run(a) -> int:
     cfg = build(preset=a.preset, config_file=a.config, sets=sets,
                 iterations=a.iterations, seed=a.seed, device=a.device)
     run_id = _run_id(a.run_id) if a.run_id is not None else new_run_id()
+    group = None if a.group is None else check_group(a.group)     # the rule `rla ablate` applies
     return start_run(_db_path(a.db), run_id, cfg, name=a.name, preset=a.preset, config_file=a.config,
-                     group=a.group)
+                     group=group)
 
 
 def cmd_ablate(a) -> int:
     from .ablation import arms as ablation_arms
-    from .ablation import execute, results
+    from .ablation import outputs as ablation_outputs
     where = {"ray": ["executor.kind=ray", "executor.distribute=run"], "local": ["executor.kind=local"]}
     base = build(preset=a.preset, config_file=a.config, sets=[*a.set, *where.get(a.executor, [])])
     seeds, arms = ablation_arms.parse_seeds(a.seeds), ablation_arms.parse_arms(a.arms)
@@ -132,29 +143,45 @@ def cmd_ablate(a) -> int:
     planned = ablation_arms.plan(base, group, arms, seeds, a.budget)
     store = _open(a.db)
     out = Path(a.out) if a.out else Path(f"{group}.md")
+    try:
+        claim = lock_group(store.path, group)
+    except RunBusy as e:
+        raise InputError(f"group {group} is being run by {e.who} ({e.holder}); nothing was changed") from None
+    try:
+        # every output is checked before the first run starts: a bad --out costs nothing
+        outputs = ablation_outputs.plan_outputs(out, group, a.force)
+        return _ablate(a, store, base, planned, group, label, seeds, arms, outputs)
+    finally:
+        unlock_run(claim)
+
+
+def _ablate(a, store, base, planned, group: str, label: str, seeds: list[int], arms: list[str], outputs) -> int:
+    from .ablation import execute, results
+    from .ablation import outputs as ablation_outputs
     print(f"ablation {group}: {len(arms)} arms × {len(seeds)} seeds, {a.budget:,} environment steps per run, "
           f"database {store.path}", flush=True)
     say = lambda line: print(line, flush=True)   # noqa: E731
     if base.executor.kind == "ray":
         from .ablation import cluster
         with cluster.joined(base, a.jobs, say) as (jobs, env):
-            failed = execute.execute(store, planned, group, jobs=jobs, log_dir=out.with_suffix(".logs"),
+            failed = execute.execute(store, planned, group, jobs=jobs, log_dir=outputs.logs,
                                      say=say, preset=a.preset, env=env)
     else:
-        failed = execute.execute(store, planned, group, jobs=a.jobs or 1, log_dir=out.with_suffix(".logs"),
+        failed = execute.execute(store, planned, group, jobs=a.jobs or 1, log_dir=outputs.logs,
                                  say=say, preset=a.preset)
     table = results.collect(store, planned)
     seeds_text = ",".join(map(str, seeds))
     text = results.markdown(table, f"{group}: {label}, {a.budget:,} environment steps per run, seeds {seeds_text}")
     print(text)
-    out.write_text(text, encoding="utf-8")
     meta = {"group": group, "base": label, "budget": a.budget, "seeds": seeds, "arms": arms,
             "base_config": base.to_dict()}
-    out.with_suffix(".json").write_text(results.as_json(table, meta), encoding="utf-8")
-    print(f"saved {out} and {out.with_suffix('.json')}")
+    ablation_outputs.save(outputs, text, results.as_json(table, meta))
+    print(f"saved {outputs.table} and {outputs.data}")
     figures = renderer_command(name="ablation")
     if figures is not None:       # the learning curves and the Theorem-1 check, drawn by the console package
-        subprocess.run([*figures, "--db", str(store.path), "--group", group, "--out", str(out.with_suffix(""))])
+        prefix = str(outputs.table.with_suffix(""))
+        subprocess.run([*figures, "--db", str(store.path), "--group", group, "--out", prefix,
+                        *(["--force"] if outputs.replace else [])])
     return 1 if failed else 0
 
 
@@ -163,13 +190,20 @@ def cmd_resume(a) -> int:
 
 
 # -- reading ------------------------------------------------------------------------------
+# Every run, task and event row may have been edited by hand: the store reads what it cannot as a
+# stand-in and names the column in the row's `damaged`; these commands show such a value as `?`
+# (a status as `damaged`), say which columns in `show`, and list the rest of the history as usual.
+# Every stored string reaches the terminal through `printable` (a name may hold `\x1b[2J`).
 def _summary(store, run: dict) -> dict:
     latest = store.latest_metrics(run["id"])
     duration = run_duration(run)
-    return {"id": run["id"], "name": run["name"], "status": run["status"], "preset": run["preset"],
-            "iteration": run["iteration"], "started_at": run["started_at"],
-            "duration_s": round(duration, 1) if duration is not None else None,
-            **{k: latest.get(k) for k in SUMMARY_KEYS}}
+    out = {"id": run["id"], "name": run["name"], "status": run["status"], "preset": run["preset"],
+           "iteration": run["iteration"], "started_at": run["started_at"],
+           "duration_s": round(duration, 1) if duration is not None else None,
+           **{k: latest.get(k) for k in SUMMARY_KEYS}}
+    if run.get("damaged"):
+        out["damaged"] = run["damaged"]
+    return out
 
 
 def cmd_runs(a) -> int:
@@ -177,14 +211,17 @@ def cmd_runs(a) -> int:
     store.refresh_liveness()
     rows = [_summary(store, r) for r in store.list_runs(include_archived=a.all)]
     if a.json:
-        print(json.dumps(rows, indent=2))
+        print(json.dumps(json_safe(rows), indent=2, allow_nan=False))
         return 0
     head = f"{'id':<22} {'status':<9} {'iter':>6} {'success':>7} {'eval':>5} {'μ':>5} {'diff':>5}  name"
     print(head)
     for r in rows:
-        f = lambda k, r=r: "  -  " if r[k] is None else f"{r[k]:5.2f}"   # noqa: E731
-        print(f"{r['id']:<22} {r['status']:<9} {r['iteration']:>6} {f(metrics.SUCCESS):>7} {f(metrics.EVAL_SUCCESS)} "
-              f"{f(metrics.MU)} {f(metrics.DIFFICULTY_MEAN)}  {r['name']}")
+        def f(k, r=r):
+            v = r[k]
+            return "  -  " if v is None else f"{v:5.2f}" if math.isfinite(v) else "  ?  "
+        damaged = f"  [damaged: {', '.join(r['damaged'])}]" if r.get("damaged") else ""
+        print(f"{shown(r, 'id'):<22} {shown(r, 'status'):<9} {shown(r, 'iteration'):>6} {f(metrics.SUCCESS):>7} "
+              f"{f(metrics.EVAL_SUCCESS)} {f(metrics.MU)} {f(metrics.DIFFICULTY_MEAN)}  {shown(r, 'name')}{damaged}")
     return 0
 
 
@@ -194,36 +231,48 @@ def cmd_show(a) -> int:
     run = store.get_run(a.run_id)
     if run is None:
         raise InputError(f"no run {a.run_id!r} in {store.path}")
+    run_id = run["id"]       # as stored (a.run_id may be the printed form of an odd id)
     try:
-        config: dict | None = store.run_config(a.run_id)
+        config: dict | None = store.run_config(a.run_id, damaged_ok=True)
         config_error = None
     except StoreError as e:       # show the rest of a damaged run
         config, config_error = None, str(e)
     info = {"run": {k: v for k, v in run.items() if k not in ("config_json", "pid_start")},
-            "config": config, "latest": store.latest_metrics(a.run_id),
-            "pool": store.tasks(a.run_id, statuses=[TaskStatus.ACTIVE, TaskStatus.PENDING]),
-            "events": store.events(a.run_id)[-20:]}
+            "config": config, "latest": store.latest_metrics(run_id),
+            "pool": store.tasks(run_id, statuses=[TaskStatus.ACTIVE, TaskStatus.PENDING]),
+            "events": store.events(run_id)[-20:], "unreadable_rows": store.damage_counts(run_id)}
     if a.json:
-        print(json.dumps(info, indent=2, default=str))
+        print(json.dumps(json_safe(info), indent=2, allow_nan=False))
         return 0
-    print(f"{run['id']}  {run['name']}\n  status {run['status']}  iteration {run['iteration']}  "
-          f"device {run['device']}  preset {run['preset'] or '-'}")
-    if run["error"]:
-        print(f"  error: {run['error']}")
-    if config_error:
-        print(f"  config: {config_error}")
+    damaged, unreadable = run.get("damaged"), info["unreadable_rows"]
+    for line in (
+            f"{shown(run, 'id')}  {shown(run, 'name')}",
+            f"  status {shown(run, 'status')}  iteration {shown(run, 'iteration')}  "
+            f"device {shown(run, 'device', '-')}  preset {shown(run, 'preset') or '-'}",
+            damaged and ("  damaged: " + ", ".join(f"{column} (stored {printable(what)})" for column, what in
+                                                   damaged.items())
+                         + "; shown as ?, and the run is not resumed until its row is repaired"),
+            unreadable and "  unreadable rows: " + ", ".join(f"{n} {table}" for table, n in unreadable.items()),
+            run["error"] and f"  error: {shown(run, 'error')}",
+            config_error and f"  config: {printable(config_error)}"):
+        if line:
+            print(line)
     for k in sorted(info["latest"]):
         if not k.startswith(metrics.TIMING_PREFIX):
-            print(f"  {k:<26} {info['latest'][k]:.4g}")
+            v = info["latest"][k]
+            print(f"  {printable(k):<26} " + (f"{v:.4g}" if math.isfinite(v) else "?"))
     active = [t for t in info["pool"] if t["status"] == TaskStatus.ACTIVE]
     pending = len(info["pool"]) - len(active)
     if active:
-        diffs = [t["difficulty"] for t in active]
-        print(f"  pool: {len(active)} slots, difficulty {min(diffs):.2f}–{max(diffs):.2f} "
-              f"(mean {sum(diffs) / len(diffs):.2f}), {pending} pending")
+        diffs = [t["difficulty"] for t in active if t["difficulty"] is not None]
+        lost = f", {len(active) - len(diffs)} unreadable" if len(diffs) < len(active) else ""
+        spread = (f"difficulty {min(diffs):.2f}–{max(diffs):.2f} (mean {sum(diffs) / len(diffs):.2f}{lost})"
+                  if diffs else "difficulty unreadable")
+        print(f"  pool: {len(active)} slots, {spread}, {pending} pending")
     for event in info["events"]:
         if event["kind"] != EventKind.EPISODE:
-            print(f"  [{event['iteration']:>5}] {event['kind']} {json.dumps(event['payload'])[:100]}")
+            payload = json.dumps(json_safe(event["payload"]))[:100]
+            print(f"  [{shown(event, 'iteration'):>5}] {shown(event, 'kind')} {printable(payload)}")
     return 0
 
 
@@ -249,7 +298,19 @@ def cmd_export(a) -> int:
     cmd = [*renderer, "--db", str(db), "--format", a.format, "--out", a.out]
     if a.force:
         cmd.append("--force")
-    return subprocess.run([*cmd, "--", *a.run_ids]).returncode
+    proc = subprocess.Popen([*cmd, "--", *a.run_ids])
+    try:
+        with terminate_as_interrupt():
+            return proc.wait()
+    except KeyboardInterrupt:
+        # the renderer removes its temporary file on SIGTERM (as on Ctrl-C): give it the time to
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=RENDERER_GRACE_S)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        say(f"{PROG}: interrupted; nothing written", err=True)
+        return 130
 
 
 def cmd_import(a) -> int:
@@ -277,13 +338,19 @@ def main(argv: list[str] | None = None) -> int:
     except ExecutorError as e:                # the cluster could not start the run's workers
         print(f"rla: {_one_line(e)}", file=sys.stderr)
         return 1
+    except KeyboardInterrupt:                 # Ctrl-C outside a run (a run stops itself at a boundary)
+        say("rla: interrupted", err=True)
+        return 130
+    except BrokenPipeError:                   # `rla show … | head`: the reader had what it wanted
+        say("", err=False)                    # points stdout at /dev/null, so exiting flushes nothing
+        return 0
     except (OSError, sqlite3.Error) as e:     # a runtime failure outside a run (a run reports its own)
         print(f"rla: {type(e).__name__}: {_one_line(e)}", file=sys.stderr)
         return 1
 
 
 def _one_line(e: BaseException) -> str:
-    return " ".join(str(e).split())
+    return printable(" ".join(str(e).split()))     # a message may quote stored text (a name, a host)
 
 
 if __name__ == "__main__":

@@ -36,11 +36,12 @@ START_TIMEOUT_S = 60.0
 class EngineError(RuntimeError):
     """A request the client could not carry out: the engine (or the report tool) failed, or the
     request was refused. `log` is the failed process's output, worth showing in full (None for a
-    refusal); the message is the one-line cause followed by that output."""
+    refusal); the message is the one-line cause followed by that output. `run_id` names the run
+    (or ablation group) whose engine failed, where there is one: a console must not guess it."""
 
-    def __init__(self, cause: str, log: str | None = None):
+    def __init__(self, cause: str, log: str | None = None, run_id: str | None = None):
         super().__init__(cause if log is None else f"{cause}:\n{log}")
-        self.cause, self.log = cause, log
+        self.cause, self.log, self.run_id = cause, log, run_id
 
 
 @dataclass
@@ -115,9 +116,10 @@ class EngineClient:
             if run is not None and run["pid"] == proc.pid:
                 return
             if exited:
-                raise EngineError(f"engine exited with code {proc.returncode}", self.log_tail(run_id))
+                raise EngineError(f"engine exited with code {proc.returncode}", self.log_tail(run_id), run_id)
             if asyncio.get_running_loop().time() > deadline:
-                raise EngineError(f"engine did not start within {START_TIMEOUT_S:.0f} s", self.log_tail(run_id))
+                raise EngineError(f"engine did not start within {START_TIMEOUT_S:.0f} s", self.log_tail(run_id),
+                                  run_id)
             await asyncio.sleep(POLL_S)
 
     def _write_config(self, name: str, cfg: Config, what: str) -> Path:
@@ -162,9 +164,10 @@ class EngineClient:
         deadline = asyncio.get_running_loop().time() + START_TIMEOUT_S
         while await self._db(Store.get_run, first) is None:
             if proc.returncode is not None:
-                raise EngineError(f"rla ablate exited with code {proc.returncode}", self.log_tail(group))
+                raise EngineError(f"rla ablate exited with code {proc.returncode}", self.log_tail(group), group)
             if asyncio.get_running_loop().time() > deadline:
-                raise EngineError(f"the ablation did not start within {START_TIMEOUT_S:.0f} s", self.log_tail(group))
+                raise EngineError(f"the ablation did not start within {START_TIMEOUT_S:.0f} s", self.log_tail(group),
+                                  group)
             await asyncio.sleep(POLL_S)
         return group, first
 
@@ -271,10 +274,11 @@ class EngineClient:
         run = await self.run(run_id)
         if run and run["status"] in LIVE:
             raise EngineError(f"run {run_id} is {run['status']}; stop it before deleting it")
+        database_id = await self._db(lambda store: store.database_id)
         await self._db(Store.delete_run, run_id)
         # a row from elsewhere whose id is no file name has no files here
         with contextlib.suppress(UnsafeRunId):
-            remove_run_files(self.db_path, run_id)
+            remove_run_files(self.db_path, run_id, database_id)
 
     # -- watching --------------------------------------------------------------------------
     async def run(self, run_id: str) -> RunRow | None:
@@ -292,7 +296,8 @@ class EngineClient:
             events = await self._db(Store.events, run_id, last_event)
             # a `rewound` in the first read is old history (the run was resumed once); only one
             # that arrives while watching means the rows already delivered were deleted
-            rewinds = [e["payload"]["to"] for e in events if e["kind"] == EventKind.REWOUND]
+            rewinds = [e["payload"]["to"] for e in events if e["kind"] == EventKind.REWOUND
+                       and isinstance(e["payload"], dict) and isinstance(e["payload"].get("to"), int)]
             rewound = last_event > 0 and bool(rewinds)
             if rewound:
                 last_iteration = min(last_iteration, *rewinds)
@@ -321,7 +326,7 @@ class EngineClient:
             run = await self.run(run_id)
             if code != 0:
                 raise EngineError(f"engine exited with code {code} ({run and run['status']})",
-                                  self.log_tail(run_id))
+                                  self.log_tail(run_id), run_id)
             return run["status"] if run else "missing"
         while True:
             run = await self.run(run_id)

@@ -196,6 +196,13 @@ class ExecutorConfig:
                             "the ray extra: pip install 'rlanything[ray]').", choices=("local", "ray"))
     address: str = _f("", _RAY + "the cluster to join, e.g. auto or 10.0.0.5:6379 (empty: start a cluster on "
                                "this machine for the run).")
+    # 30 s: a cluster answers its first request in milliseconds on a LAN and within a second or
+    # two across regions, and Ray's own join gives a head node ~20 s to come up; an address where
+    # nothing answers is still reported in half a minute, not after ray.init's ten minutes of retries.
+    connect_timeout_s: float = _f(30.0, _RAY + "seconds a cluster at executor.address (or RAY_ADDRESS) has to "
+                                          "answer, and then to let this process join, before the run fails "
+                                          "(starting a cluster on this machine is not bounded by it).",
+                                  min=0.0, min_exclusive=True, max=3600.0)
     distribute: str = _f("roles", _RAY + "roles: rollout, judge and environment-model workers are actors and "
                                        "the loop stays in this process; run: the whole loop is one actor where "
                                        "the cluster places it (rla ablate --executor ray), rows still stored here.",

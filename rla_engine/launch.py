@@ -6,12 +6,16 @@ commands that never train. Invalid input raises InputError (exit 2) before the r
 """
 from __future__ import annotations
 
+import contextlib
+import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any, NamedTuple
 
 from .config import Config, from_dict
 from .errors import ExecutorError, InputError
+from .output import say
 from .store import Store, open_store
 from .vocabulary import LIVE, EventKind
 
@@ -21,7 +25,7 @@ ENGINE_LOCK_WAIT_S = 300.0
 
 
 def _say(line: str) -> None:
-    print(line, flush=True)
+    say(line)
 
 
 def _open_for_engine(db_path: Path, create: bool) -> Store:
@@ -30,24 +34,64 @@ def _open_for_engine(db_path: Path, create: bool) -> Store:
     return store
 
 
-def checkpoint_folder(store: Store, run_id: str) -> Path:
-    """The run's checkpoint folder, made (for this user only) and claimed for this database. A
-    leftover from an attempt killed before its run row was written is emptied; a folder of
-    another database's run with this id is refused."""
-    from . import checkpoint
-    from .paths import checkpoints_dir, claim, owned_by
+@contextlib.contextmanager
+def claimed(store: Store, run_id: str, new: bool) -> Iterator[Path]:
+    """Hold the run's one engine claim (an OS lock in its checkpoint folder) for the block; yield
+    the folder. Taken before anything in the folder is touched, so that a second engine of the
+    same run (twin starts, twin resumes) exits 2 having changed nothing. The folder is never a
+    symbolic link, and never another database's."""
+    from .paths import LOCK, RunBusy, checkpoints_dir, lock_run, make_private_dir, owned_by, unlock_run
     folder = checkpoints_dir(store.path, run_id)
+    if folder.is_symlink():
+        raise InputError(f"checkpoint folder {folder} is a symbolic link: a run's checkpoints are never written "
+                         "or read through one (remove the link, or choose another run id)")
+    if not new and not folder.is_dir():
+        raise InputError(f"run {run_id} cannot be resumed: no checkpoint folder {folder}")
     try:
-        if folder.exists() and not owned_by(folder, store.path):
-            raise InputError(f"checkpoint folder {folder} belongs to another database; choose another run id")
-        for old in checkpoint.list_checkpoints(folder):
-            old.unlink()
-        claim(folder, store.path)
+        if folder.exists() and not owned_by(folder, store.database_id, store.path):
+            raise InputError(f"checkpoint folder {folder} belongs to another database"
+                             + ("; choose another run id" if new else
+                                " (an imported copy has no checkpoints of its own)"))
+        make_private_dir(folder)
     except OSError as e:
         raise InputError(f"cannot create the checkpoint folder {folder}: {e.strerror}"
                          f"{' (a file is in the way)' if isinstance(e, FileExistsError | NotADirectoryError) else ''}"
                          ) from None
-    return folder
+    try:
+        fd = lock_run(folder)
+    except RunBusy as e:
+        raise InputError(f"run {run_id} is in use: {e}; nothing was changed") from None
+    except OSError as e:       # e.g. engine.lock replaced by a link (never followed)
+        raise InputError(f"cannot take run {run_id}'s lock {folder / LOCK}: {e.strerror}") from None
+    try:
+        yield folder
+    finally:
+        unlock_run(fd)
+
+
+def _clear_own_leftovers(folder: Path, owner, run_id: str) -> None:
+    """A new run's folder may hold what an attempt of this same run killed before its run row was
+    written left behind: those files (signed by this run of this database) are removed. Anything
+    else is not this run's to delete: the start is refused, naming it."""
+    from . import checkpoint
+    from .paths import LOCK, OWNER
+    from .runner import RESERVE_NAME
+    foreign, ours = [], []
+    for p in sorted(folder.iterdir()):
+        if p.name in (OWNER, LOCK, RESERVE_NAME) and not p.is_symlink():
+            continue
+        if checkpoint.is_tmp_name(p.name) and not p.is_symlink():
+            ours.append(p)
+        elif checkpoint.is_checkpoint_name(p.name) and not p.is_symlink() and checkpoint.owner_of(p) == owner:
+            ours.append(p)
+        else:
+            foreign.append(p.name)
+    if foreign:
+        shown = ", ".join(foreign[:3]) + (f" and {len(foreign) - 3} more" if len(foreign) > 3 else "")
+        raise InputError(f"checkpoint folder {folder} holds files run {run_id} did not write ({shown}); "
+                         "move them away, or choose another run id")
+    for p in ours:
+        p.unlink(missing_ok=True)
 
 
 def check_models(cfg: Config) -> None:
@@ -56,12 +100,13 @@ def check_models(cfg: Config) -> None:
     from .tasks import family_kind
     if family_kind(cfg.task.family) != "text":
         return
-    from .llm.sources import check_source
+    from .llm.sources import check_loadable
     roles = [("policy.model_path", cfg.policy.model_path), ("judge.model_path", cfg.judge.model_path)]
     if cfg.env.strategy == "rlanything" and cfg.env.proposer != "procedural":
         roles.append(("env.model_path", cfg.env.model_path))
     for key, path in roles:
-        reason = check_source(path) if path else None
+        # headers and shapes only: a model a Ray actor would load is refused here, before any file
+        reason = check_loadable(path) if path else None
         if reason is not None:
             raise InputError(f"invalid config: {key} = {path!r}: {reason}")
 
@@ -70,31 +115,64 @@ def start_run(db_path: Path, run_id: str, cfg: Config, *, name: str | None = Non
               config_file: str | None = None, group: str | None = None,
               out: Callable[[str], None] = _say) -> int:
     """Create run `run_id` from `cfg` and train it to `cfg.run.iterations`; return the exit code.
-    The preset or config file names the run when `name` is not given, and is recorded with it."""
+    The preset or config file names the run when `name` is not given, and is recorded with it.
+
+    Everything that can be refused is checked before a file is created: the name, the models,
+    the device, an id already taken in an existing database."""
     from . import checkpoint
+    label = preset or (Path(config_file).stem if config_file else cfg.task.family)
+    name = check_text("--name", name or f"{label} {time.strftime('%Y-%m-%d %H:%M')}")
     check_models(cfg)
     check_executor(cfg)
-    store = _open_for_engine(db_path, create=True)
-    if store.run_exists(run_id):
-        raise InputError(f"run id {run_id!r} already exists in {store.path}")
-    folder = checkpoint_folder(store, run_id)
-    label = preset or (Path(config_file).stem if config_file else cfg.task.family)
-    name = name or f"{label} {time.strftime('%Y-%m-%d %H:%M')}"
+    if _exists(db_path):
+        _refuse_taken(_open_for_engine(db_path, create=False), run_id)
     trainer = make_trainer(cfg, cfg.run.device, lambda e: f"invalid config: run.device = {cfg.run.device!r}: {e}")
     device = trainer.device
     try:
-        # The starting state is checkpointed before the run row exists, so that every run a user
-        # can see can be resumed, even one killed before its first iteration.
-        checkpoint.save(folder, 0, trainer.state_dict(), cfg.run.keep_checkpoints)
-        store.create_run(run_id, name=name, preset=preset or (Path(config_file).name if config_file else ""),
-                         config=cfg.to_dict(), device=str(device), group_id=group,
-                         first_events=[(EventKind.STARTED, {"device": str(device), "target": cfg.run.iterations})],
-                         first_tasks=trainer.task_rows(live=False))
-    except BaseException:
+        store = _open_for_engine(db_path, create=True)
+        with claimed(store, run_id, new=True) as folder:
+            _refuse_taken(store, run_id)       # another engine may have made it since the first look
+            owner = checkpoint.Owner(run_id, store.database_id)
+            _clear_own_leftovers(folder, owner, run_id)
+            # The starting state is checkpointed before the run row exists, so that every run a user
+            # can see can be resumed, even one killed before its first iteration.
+            checkpoint.save(folder, 0, trainer.state_dict(), cfg.run.keep_checkpoints, owner)
+            store.create_run(run_id, name=name, preset=preset or (Path(config_file).name if config_file else ""),
+                             config=cfg.to_dict(), device=str(device), group_id=group,
+                             first_events=[(EventKind.STARTED, {"device": str(device),
+                                                                "target": cfg.run.iterations})],
+                             first_tasks=trainer.task_rows(live=False))
+            out(f"run {run_id} ({name}) on {device}, database {store.path}")
+            return drive(store, run_id, trainer, cfg.run.iterations, out)
+    finally:
         trainer.close()      # a Ray executor's workers (and a cluster started for the run) go with it
-        raise
-    out(f"run {run_id} ({name}) on {device}, database {store.path}")
-    return drive(store, run_id, trainer, cfg.run.iterations, out)
+
+
+def _exists(db_path: Path) -> bool:
+    from .store.schema import expand, shorten
+    path = expand(db_path)
+    try:
+        if path.is_symlink() and not path.exists():
+            raise InputError(f"database path {path} is a symbolic link to {os.readlink(path)}, which does not exist")
+        return path.exists()
+    except OSError as e:       # a name too long for the file system, a folder we may not look in
+        raise InputError(f"database path {shorten(str(db_path))}: {e.strerror}") from None
+
+
+def _refuse_taken(store: Store, run_id: str) -> None:
+    if store.run_exists(run_id):
+        raise InputError(f"run id {run_id!r} already exists in {store.path}")
+
+
+def check_text(field: str, text: str) -> str:
+    """Text stored in the database must be UTF-8: a name given as undecodable bytes (which
+    Python keeps as lone surrogates) is refused here, not by the database mid-start."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise InputError(f"{field}: not valid UTF-8 text ({text.encode('utf-8', 'backslashreplace')[:80]!r})"
+                         ) from None
+    return text
 
 
 def _resumable(store: Store, run_id: str, iterations: int | None) -> Config:
@@ -112,59 +190,119 @@ def _resumable(store: Store, run_id: str, iterations: int | None) -> Config:
 
 def resume_run(db_path: Path, run_id: str, *, iterations: int | None = None, device: str | None = None,
                out: Callable[[str], None] = _say) -> int:
-    """Continue a stopped, crashed or failed run from its newest good checkpoint, `iterations`
+    """Continue a stopped, crashed or failed run from its newest usable checkpoint, `iterations`
     more (default: up to the run's own target), on `device` (default: the run's own); return
     the exit code."""
+    from . import checkpoint
     store = _open_for_engine(db_path, create=False)
     cfg = _resumable(store, run_id, iterations)
-    from . import checkpoint
-    from .paths import checkpoints_dir, owned_by
     check_models(cfg)
     check_executor(cfg)
-    folder = checkpoints_dir(store.path, run_id)
-    if not owned_by(folder, store.path):
-        raise InputError(f"the checkpoints of run {run_id} in {folder} belong to another database "
-                         "(an imported copy has no checkpoints of its own)")
-    checkpoint.clean_tmp(folder)
+    with claimed(store, run_id, new=False) as folder:
+        cfg = _resumable(store, run_id, iterations)    # again under the claim: a twin may have resumed it
+        checkpoint.clean_tmp(folder)
+        wanted = device or cfg.run.device
+        if device:
+            cfg.run.device = device      # before the trainer: a Ray executor's workers are built from cfg
+        committed = store.last_iteration(run_id)
+        found = resume_point(folder, checkpoint.Owner(run_id, store.database_id), committed,
+                             lambda: make_trainer(cfg, wanted,
+                                                  lambda e: f"cannot resume on {wanted}: {e} (try --device cpu)"))
+        trainer = found.trainer
+        try:
+            k = trainer.iteration
+            target = k + iterations if iterations else cfg.run.iterations
+            store.claim_run(run_id, str(trainer.device))
+            # commands left for the dead engine (a pause, a stop) are not orders for this one
+            store.expire_commands(run_id, "rejected: the engine restarted before applying it")
+            _record_resume_point(store, run_id, found, committed, out)
+            store.write_tasks(run_id, trainer.task_rows(live=True))
+            store.add_event(run_id, k, EventKind.RESUMED_FROM_CHECKPOINT,
+                            {"checkpoint": found.path.name, "target": target})
+            out(f"run {run_id} resumed at iteration {k} from {found.path.name}, target {target}")
+            return drive(store, run_id, trainer, max(target, k), out)
+        finally:
+            trainer.close()
+
+
+def _record_resume_point(store: Store, run_id: str, found, committed: int, out: Callable[[str], None]) -> None:
+    """Say, in one line and an event each, every checkpoint passed over, a history the database
+    lost (it is behind the checkpoint) and the rows a rewind deletes."""
+    k = found.trainer.iteration
+    for bad, reason in found.skipped:
+        store.add_event(run_id, min(k, committed), EventKind.CHECKPOINT_SKIPPED,
+                        {"checkpoint": bad.name, "reason": reason})
+        out(f"skipped checkpoint {bad.name}: {reason}")
+    if k > committed:
+        store.add_event(run_id, committed, EventKind.HISTORY_GAP,
+                        {"database_iteration": committed, "checkpoint": found.path.name,
+                         "missing": [committed + 1, k]})
+        out(f"the database ends at iteration {committed} but the newest usable checkpoint is {found.path.name}: "
+            f"iterations {committed + 1}–{k} are missing from the history (recorded as an event)")
+        return
+    gone = store.rewind(run_id, k, committed)
+    if gone:
+        what = f"iterations {k + 1}–{committed}" if committed > k else f"what came after iteration {k}"
+        out(f"rewound run {run_id} to iteration {k}: deleted {gone} rows of {what} (recorded as an event)")
+
+
+class ResumePoint(NamedTuple):
+    trainer: Any
+    path: Path
+    skipped: list[tuple[Path, str]]
+
+
+def resume_point(folder: Path, owner, committed: int, make: Callable[[], Any]) -> ResumePoint:
+    """The checkpoint a resume continues from, loaded into a trainer `make` builds: the newest
+    one that loads, is this run's, and fits the trainer, among those the database has reached
+    (iteration ≤ `committed`: resuming there keeps the history whole); only if there is none,
+    the newest usable one beyond (the database lost those iterations: a gap, said by the caller).
+    Every file passed over is returned with its reason."""
+    from . import checkpoint
+    names = list(reversed(checkpoint.list_checkpoints(folder)))
+    behind = [p for p in names if checkpoint.iteration_of(p) <= committed]
+    ahead = [p for p in names if checkpoint.iteration_of(p) > committed]
+    skipped: list[tuple[Path, str]] = []
+    trainer = None
     try:
-        path, state, skipped = checkpoint.newest_good(folder, "cpu")
-    except checkpoint.CheckpointError as e:
-        raise InputError(f"run {run_id} cannot be resumed: {e}") from None
-    wanted = device or cfg.run.device
-    if device:
-        cfg.run.device = device      # before the trainer: a Ray executor's workers are built from cfg
-    trainer = make_trainer(cfg, wanted, lambda e: f"cannot resume on {wanted}: {e} (try --device cpu)")
-    where = trainer.device
-    try:
-        trainer.load_state_dict(state)
-    except ExecutorError:
-        trainer.close()
+        for group in (behind, ahead):
+            for path in group:
+                try:
+                    state = checkpoint.load(path, "cpu", owner)
+                except checkpoint.CheckpointError as e:
+                    skipped.append((path, e.reason))
+                    continue
+                trainer = trainer or make()
+                try:
+                    trainer.load_state_dict(state)
+                    if group is behind:     # never tried: the database had not reached them
+                        skipped += [(p, _ahead(committed)) for p in ahead]
+                    return ResumePoint(trainer, path, skipped)
+                except ExecutorError:
+                    raise
+                except (RuntimeError, KeyError, ValueError, TypeError) as e:
+                    skipped.append((path, f"does not fit this run on {trainer.device}: {e}"))
+                    trainer.close()       # a half-loaded trainer is no state to go on from
+                    trainer = None
+    except BaseException:
+        if trainer is not None:
+            trainer.close()
         raise
-    except (RuntimeError, KeyError, ValueError, TypeError) as e:
-        trainer.close()
-        raise InputError(f"checkpoint {path} does not fit this run on {where}: {e}") from None
-    k = trainer.iteration
-    target = k + iterations if iterations else cfg.run.iterations
-    store.claim_run(run_id, str(where))
-    # commands left for the dead engine (a pause, a stop) are not orders for this one
-    store.expire_commands(run_id, "rejected: the engine restarted before applying it")
-    store.rewind(run_id, k)
-    store.write_tasks(run_id, trainer.task_rows(live=True))
-    for bad, reason in skipped:
-        store.add_event(run_id, k, EventKind.CHECKPOINT_SKIPPED, {"checkpoint": bad.name, "reason": reason})
-        out(f"skipped damaged checkpoint {bad.name}: {reason}")
-    store.add_event(run_id, k, EventKind.RESUMED_FROM_CHECKPOINT, {"checkpoint": path.name, "target": target})
-    out(f"run {run_id} resumed at iteration {k} from {path.name}, target {target}")
-    return drive(store, run_id, trainer, max(target, k), out)
+    if not skipped:
+        raise InputError(f"run {folder.name} cannot be resumed: no checkpoint in {folder}")
+    tried = "; ".join(f"{p.name}: {r}" for p, r in skipped)
+    raise InputError(f"run {folder.name} cannot be resumed: no usable checkpoint in {folder}: {tried}")
+
+
+def _ahead(committed: int) -> str:
+    return f"ahead of the database, whose last committed iteration is {committed}"
 
 
 def drive(store: Store, run_id: str, trainer, target: int, out: Callable[[str], None] = _say) -> int:
-    """Run the trainer to `target` under a Runner (commands, heartbeat, checkpoints); its exit code."""
+    """Run the trainer to `target` under a Runner (commands, heartbeat, checkpoints); its exit code.
+    The caller closes the trainer."""
     from .runner import Runner
-    try:
-        return Runner(store, run_id, trainer, target, out=out).run()
-    finally:
-        trainer.close()
+    return Runner(store, run_id, trainer, target, out=out).run()
 
 
 def check_executor(cfg: Config) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import socket
 from pathlib import Path
 
 import platformdirs
@@ -74,7 +75,7 @@ def open_private(path: Path, mode: str = "ab"):
     return os.fdopen(fd, mode)
 
 
-def remove_run_files(db_path: str | Path, run_id: str) -> None:
+def remove_run_files(db_path: str | Path, run_id: str, database_id: str | None) -> None:
     """Delete a run's checkpoint folder, log and config: only ever those, only inside the
     database's own folders, never through a symbolic link."""
     root = checkpoints_root(db_path)
@@ -84,7 +85,7 @@ def remove_run_files(db_path: str | Path, run_id: str) -> None:
     if folder.is_symlink():
         folder.unlink()
     elif folder.is_dir():
-        if not owned_by(folder, Path(db_path)):
+        if database_id is None or not owned_by(folder, database_id, Path(db_path)):
             return      # an imported copy: the files belong to the original run's database
         shutil.rmtree(folder, ignore_errors=True)
     for path in (log_path(db_path, run_id), run_config_path(db_path, run_id)):
@@ -93,25 +94,84 @@ def remove_run_files(db_path: str | Path, run_id: str) -> None:
 
 
 OWNER = "database.txt"
+LOCK = "engine.lock"
 
 
-def claim(folder: Path, db_path: Path) -> None:
-    """Record which database a run's checkpoints belong to: a run imported into another database
-    in the same folder has the same id, and must neither resume from nor delete these."""
+class RunBusy(Exception):
+    """Another process holds a claim (a run's engine lock, an ablation group's lock)."""
+
+    def __init__(self, who: str, holder: str):
+        super().__init__(f"{who} holds it ({holder})")
+        self.who, self.holder = who, holder
+
+
+def claim(folder: Path, database_id: str, db_path: Path) -> None:
+    """Record which database a run's checkpoints belong to, by the id stored inside the database
+    (a moved or copied database is still the same one; a run imported into another database in
+    the same folder has the same run id, and must neither resume from nor delete these). A
+    marker written by an older version (the database's path) is brought up to the id."""
     make_private_dir(folder)
     owner = folder / OWNER
-    if not owner.exists():
+    if not owner.exists() or _marker(owner) == str(Path(db_path).resolve()):
         with open_private(owner, "w") as f:
-            f.write(str(Path(db_path).resolve()))
+            f.write(database_id)
 
 
-def owned_by(folder: Path, db_path: Path) -> bool:
-    """True if the folder is this database's (or predates ownership records)."""
+def owned_by(folder: Path, database_id: str, db_path: Path) -> bool:
+    """True if the folder is this database's: its marker names the database's id (or, written by
+    an older version, its path), or it has none (it predates ownership records)."""
     owner = folder / OWNER
+    if not owner.exists() and not owner.is_symlink():
+        return True
+    return _marker(owner) in (database_id, str(Path(db_path).resolve()))
+
+
+def _marker(owner: Path) -> str | None:
     try:
-        return not owner.exists() or owner.read_text(encoding="utf-8").strip() == str(Path(db_path).resolve())
+        with open(owner, encoding="utf-8", opener=_no_follow) as f:
+            return f.read(4096).strip()
     except (OSError, UnicodeDecodeError):
-        return False
+        return None
+
+
+def _no_follow(path, flags):
+    return os.open(path, flags | getattr(os, "O_NOFOLLOW", 0))
+
+
+def lock_run(folder: Path) -> int:
+    """Take the run's one engine claim: an exclusive lock on `folder/engine.lock` (see hold_lock)."""
+    return hold_lock(folder / LOCK, "another engine")
+
+
+def lock_group(db_path: str | Path, group: str) -> int:
+    """The one `rla ablate` of a group in a database: a lock beside the runs' logs (see hold_lock)."""
+    return hold_lock(make_private_dir(logs_dir(db_path)) / f"ablate-{group}.lock", "another rla ablate")
+
+
+def hold_lock(path: Path, who: str) -> int:
+    """An exclusive lock on `path`, held for as long as the returned descriptor is open (the OS
+    drops it when the process dies, however it dies, so a crash never leaves a stale claim).
+    Raises RunBusy, naming `who` holds it and its pid, when another process has it. Close the
+    descriptor with `unlock_run`. Never through a link; not inherited by child processes."""
+    import fcntl   # POSIX only, as the rest of the engine's process handling
+    flags = os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+    fd = os.open(path, flags, PRIVATE_FILE)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        holder = os.pread(fd, 200, 0).decode("utf-8", "replace").strip() or "unknown"
+        os.close(fd)
+        raise RunBusy(who, holder) from None
+    except BaseException:
+        os.close(fd)
+        raise
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, f"pid {os.getpid()} on {socket.gethostname()}\n".encode(), 0)
+    return fd
+
+
+def unlock_run(fd: int) -> None:
+    os.close(fd)     # closing drops the lock; the file stays, as a lock file must
 
 
 def fsync_path(path: str | Path) -> None:

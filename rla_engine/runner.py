@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import os
 import signal
 import sys
 import threading
@@ -21,7 +22,8 @@ from . import metrics
 from .loop.executor import Interrupted
 from .loop.ppo import NonFiniteError
 from .loop.trainer import IterationResult, Trainer
-from .paths import checkpoints_dir, claim
+from .output import say
+from .paths import PRIVATE_FILE, checkpoints_dir, claim
 from .store import EVENT_EXCERPT_CHARS, Store, open_store
 from .vocabulary import CommandKind, EventKind, Status
 
@@ -31,6 +33,7 @@ STOP_PEEK_S = 0.2        # how often a wait on Ray workers looks for a stop comm
 # A full disk must not swallow the failure it causes: this much room is held back and given up
 # to write the run's last words (a few WAL pages, with room to spare).
 RESERVE_BYTES = 1 << 20
+RESERVE_NAME = "space-reserve"
 
 
 class Heartbeat(threading.Thread):
@@ -56,14 +59,17 @@ class Heartbeat(threading.Thread):
 
 class Runner:
     def __init__(self, store: Store, run_id: str, trainer: Trainer, target: int,
-                 out: Callable[[str], None] = print,
+                 out: Callable[[str], None] = say,
                  observe: Callable[[IterationResult], None] | None = None):
         self.store, self.run_id, self.trainer, self.target, self.out = store, run_id, trainer, target, out
         self.observe = observe   # benchmarks read each iteration's timings here
         self.cfg = trainer.cfg
         self.ckpt_dir = checkpoints_dir(store.path, run_id)
-        claim(self.ckpt_dir, store.path)
-        self.reserve = self.ckpt_dir / "space-reserve"
+        # the launcher holds the run's claim (paths.lock_run) before a Runner is made
+        self.owner = checkpoint.Owner(run_id, store.database_id)
+        claim(self.ckpt_dir, self.owner.database, store.path)
+        self.reserve = self.ckpt_dir / RESERVE_NAME
+        self._reserved = False
         self.committed = trainer.iteration      # the last iteration whose rows are in the database
         self.phase = f"iteration {trainer.iteration + 1}"   # what a failure message names
         self.paused = False
@@ -99,15 +105,26 @@ class Runner:
             self._release_reserve()
 
     def _hold_reserve(self) -> None:
+        """Never through a link (O_NOFOLLOW): a planted `space-reserve` link must not make the
+        engine fill someone else's file with zeros; without the reserve the run goes on."""
+        flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
         try:
-            with open(self.reserve, "wb") as f:
+            fd = os.open(self.reserve, flags, PRIVATE_FILE)
+        except OSError:
+            return
+        self._reserved = True
+        try:
+            with os.fdopen(fd, "wb") as f:
                 f.write(bytes(RESERVE_BYTES))
         except OSError:
             self._release_reserve()   # no room even for that: the first write will fail and say so
 
     def _release_reserve(self) -> bool:
+        if not self._reserved:
+            return False
         try:
             self.reserve.unlink()
+            self._reserved = False
             return True
         except OSError:
             return False
@@ -196,7 +213,7 @@ class Runner:
     def _checkpoint(self) -> Path:
         self.phase = f"checkpoint of iteration {self.trainer.iteration}"
         path = checkpoint.save(self.ckpt_dir, self.trainer.iteration, self.trainer.state_dict(),
-                               self.cfg.run.keep_checkpoints)
+                               self.cfg.run.keep_checkpoints, self.owner)
         self.checkpointed = self.trainer.iteration
         return path
 

@@ -5,6 +5,7 @@ config dicts and numpy arrays."""
 from __future__ import annotations
 
 import json
+import math
 import time
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -18,22 +19,34 @@ from .vocabulary import LIVE
 SUMMARY_KEYS = (metrics.SUCCESS, metrics.EVAL_SUCCESS, metrics.MU, metrics.DIFFICULTY_MEAN)
 
 
+def _time(run: Mapping[str, Any], key: str) -> float | None:
+    """A time field of a run: a positive finite number, else None (never started, or a bundle
+    or row edited by hand: a duration it cannot compute is not shown, never an exception)."""
+    v = run.get(key)
+    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v > 0 else None
+
+
 def run_duration(run: Mapping[str, Any], now: float | None = None) -> float | None:
     """Seconds from start to end. A live run ends, so far, at its last heartbeat (now before its
     first); a finished one at `ended_at` (its last heartbeat where an older version left that
     empty). None for a run that never started."""
-    started = run.get("started_at")
-    if not started:
+    started = _time(run, "started_at")
+    if started is None:
         return None
+    end: float | None
     if run.get("status") in LIVE:
-        end = run.get("heartbeat_at") or (time.time() if now is None else now)
+        end = _time(run, "heartbeat_at") or (time.time() if now is None else now)
     else:
-        end = run.get("ended_at") or run.get("heartbeat_at")
+        end = _time(run, "ended_at") or _time(run, "heartbeat_at")
     return end - started if end else None
 
 
 def flatten(config: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
-    """{"policy": {"lam": 1}} → {"policy.lam": 1}; lists stay values; an empty section stays {}."""
+    """{"policy": {"lam": 1}} → {"policy.lam": 1}; lists stay values; an empty section stays {}.
+    A stored configuration that is not a table at all (a damaged one) is one value, under
+    "(configuration)", so a comparison shows it as differing rather than failing."""
+    if not isinstance(config, Mapping):
+        return {"(configuration)": config}
     out: dict[str, Any] = {}
     for k, v in config.items():
         key = f"{prefix}{k}"
@@ -63,14 +76,23 @@ HEADLINE_ROWS = (("success (train)", metrics.SUCCESS, True), ("eval success", me
 
 
 def final_value(values: Sequence[float] | np.ndarray) -> float | None:
-    """The value at the last committed iteration (None for a key never logged)."""
-    return float(values[-1]) if len(values) else None
+    """The value at the last committed iteration (None for a key never logged, or a value that
+    is no number at all)."""
+    if not len(values):
+        return None
+    try:
+        return float(values[-1])
+    except (TypeError, ValueError):
+        return None
 
 
 def best_value(iterations: Sequence[int] | np.ndarray,
                values: Sequence[float] | np.ndarray) -> tuple[float | None, int | None]:
     """The highest value and the iteration that first reached it; (None, None) when no value is finite."""
-    v = np.asarray(values, dtype=np.float64)
+    try:
+        v = np.asarray(values, dtype=np.float64)
+    except (TypeError, ValueError):     # values that are no numbers (a bundle edited by hand)
+        v = np.array([x if type(x) in (int, float) else np.nan for x in values], dtype=np.float64)
     if not np.isfinite(v).any():
         return None, None
     i = int(np.nanargmax(v))

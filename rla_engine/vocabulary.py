@@ -8,7 +8,7 @@ The kinds are StrEnums, so a member is the very string stored in SQLite and writ
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Any, TypedDict
+from typing import Any, NotRequired, TypedDict
 
 
 class Status(StrEnum):
@@ -54,7 +54,8 @@ class EventKind(StrEnum):
     FAILED = Status.FAILED.value
     REWOUND = "rewound"                          # a resume deleted iterations after its checkpoint
     RESUMED_FROM_CHECKPOINT = "resumed_from_checkpoint"
-    CHECKPOINT_SKIPPED = "checkpoint_skipped"    # a damaged checkpoint passed over on resume
+    CHECKPOINT_SKIPPED = "checkpoint_skipped"    # a checkpoint passed over on resume (damaged, not this run's, …)
+    HISTORY_GAP = "history_gap"                  # a resume found the database behind its checkpoint
     PLACED = "placed"                            # Ray executor: where the run's workers (or the run) are
     WORKER_RESTARTED = "worker_restarted"        # a dead Ray worker replaced, its work resubmitted
 
@@ -72,14 +73,21 @@ VARIANT_KINDS: tuple[str, ...] = (EventKind.VARIANT_ACCEPTED, EventKind.VARIANT_
 
 
 # -- row shapes, as the store returns them ------------------------------------------------------
+# A row may have been edited by hand (sqlite3 stores anything anywhere). The store reads a value
+# it cannot read as a stand-in of the column's type — None, 0, "" or, for a status, DAMAGED — and
+# names the column under the row's `damaged`: {column: what was stored, e.g. "NULL", "'yesterday'"}.
+# Whole rows have no `damaged`. (rla_engine/store/reads.py: the rules, column by column.)
+DAMAGED = "damaged"          # the status of a row whose stored status cannot be read; never stored
+
+
 class RunRow(TypedDict):
     id: str
     name: str
-    status: str                  # a Status
+    status: str                  # a Status, or DAMAGED
     preset: str | None
     config_json: str
     group_id: str | None
-    created_at: float
+    created_at: float | None     # None only in a damaged row
     started_at: float | None
     ended_at: float | None
     heartbeat_at: float | None
@@ -92,15 +100,17 @@ class RunRow(TypedDict):
     notes: str
     tags: str
     archived: int
+    damaged: NotRequired[dict[str, str]]
 
 
 class EventRow(TypedDict):
     id: int
     run_id: str
-    iteration: int
-    t: float
+    iteration: int               # 0 where a damaged row's cannot be read
+    t: float | None              # None only in a damaged row
     kind: str                    # an EventKind
     payload: Any
+    damaged: NotRequired[dict[str, str]]
 
 
 class CommandRow(TypedDict):
@@ -115,12 +125,12 @@ class CommandRow(TypedDict):
 class TaskRow(TypedDict):
     run_id: str
     uid: int
-    slot: int
-    version: int
+    slot: int | None             # None (slot, version, difficulty) only in a damaged row
+    version: int | None
     family: str
     params_json: str
-    difficulty: float
-    status: str                  # a TaskStatus
+    difficulty: float | None
+    status: str                  # a TaskStatus, or DAMAGED
     last_acc: float | None
     direction: str | None
     prev_acc: float | None
@@ -128,6 +138,7 @@ class TaskRow(TypedDict):
     critic_json: str | None
     created_iteration: int
     decided_iteration: int | None
+    damaged: NotRequired[dict[str, str]]
 
 
 # -- the payload of a `samples` event (language-model runs; the console's Samples panel) --------

@@ -105,7 +105,8 @@ class ConsoleController(QtCore.QObject):
         error = task.exception()
         if isinstance(error, EngineError) and error.log is not None:    # a process failed: show its log
             self.message.emit(f"error: {error.cause}", 10_000)
-            self.engine_failed.emit(self.session.run_id or "", str(error))
+            # the run the error names: the open run may be another one (a start, an export)
+            self.engine_failed.emit(error.run_id or "", str(error))
         elif isinstance(error, EngineError):                           # a refusal says all in one line
             self.message.emit(f"error: {error.cause}", 10_000)
         else:

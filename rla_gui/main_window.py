@@ -9,6 +9,7 @@ from typing import ClassVar, Protocol, cast
 
 from PySide6 import QtCore, QtGui, QtWidgets
 
+from rla_engine.text import as_html, printable
 from rla_engine.vocabulary import CommandKind
 
 from .controller import ConsoleController
@@ -24,6 +25,7 @@ from .panels.samples import SamplesPanel
 from .run_data import RunData
 from .session import RunSession
 from .theme import apply_plot_theme
+from .widgets import file_dialogs
 from .widgets.status_line import StatusLine
 
 SHORTCUTS = [("Space", "Pause / resume the open run"), ("Ctrl+N", "New run"), ("Ctrl+F", "Find a run in the history"),
@@ -198,7 +200,7 @@ class MainWindow(QtWidgets.QMainWindow):
         self.controller.open_database(path)
 
     def _on_database(self, path: Path) -> None:
-        self.setWindowTitle(f"RLAnything console — {path}")
+        self.setWindowTitle(f"RLAnything console — {printable(str(path))}")
         self.status_line.set_database(path)
         self.settings.setValue("database", str(path))
         for index in reversed(range(1, self.views.count())):     # comparisons of the old database
@@ -219,7 +221,7 @@ class MainWindow(QtWidgets.QMainWindow):
         panel.restore_state(self.settings)
         self.comparisons.append(panel)
         self.views.addTab(panel, panel.title())
-        self.views.setTabToolTip(self.views.count() - 1, panel.windowTitle())
+        self.views.setTabToolTip(self.views.count() - 1, as_html(panel.windowTitle()))   # run names, not markup
         self.views.setCurrentWidget(panel)
         return panel
 
@@ -250,7 +252,7 @@ class MainWindow(QtWidgets.QMainWindow):
         if not ids:
             self.statusBar().showMessage("select a run (or several) in the history to export", 5000)
             return
-        path, chosen = QtWidgets.QFileDialog.getSaveFileName(
+        path, chosen = file_dialogs.save_file_name(
             self, "Export", str(self.db_path.parent / f"{ids[0]}.html"), ";;".join(self.EXPORT_FILTERS))
         if path:
             fmt = self.EXPORT_FILTERS.get(chosen) or Path(path).suffix.lstrip(".") or "html"
@@ -274,14 +276,14 @@ class MainWindow(QtWidgets.QMainWindow):
         self.history.focus_search()
 
     def ask_open_database(self) -> None:
-        path, _ = QtWidgets.QFileDialog.getOpenFileName(self, "Open database", str(self.db_path.parent),
-                                                        "SQLite databases (*.db *.sqlite);;All files (*)")
+        path, _ = file_dialogs.open_file_name(self, "Open database", str(self.db_path.parent),
+                                              "SQLite databases (*.db *.sqlite);;All files (*)")
         if path:
             self.open_database(Path(path))
 
     def ask_new_database(self) -> None:
-        path, _ = QtWidgets.QFileDialog.getSaveFileName(self, "New database", str(self.db_path.parent / "new.db"),
-                                                        "SQLite databases (*.db)")
+        path, _ = file_dialogs.save_file_name(self, "New database", str(self.db_path.parent / "new.db"),
+                                              "SQLite databases (*.db)")
         if path:
             self.open_database(Path(path))
 

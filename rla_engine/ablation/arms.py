@@ -84,7 +84,8 @@ def parse_seeds(text: str) -> list[int]:
 
 def check_group(group: str) -> str:
     if not GROUP_RE.match(group):
-        raise InputError(f"--group {group!r}: letters, digits, '_' or '-', at most 60, starting with a "
+        shown = repr(group) if len(group) <= 80 else f"{group[:80]!r}… ({len(group)} characters)"
+        raise InputError(f"--group {shown}: letters, digits, '_' or '-', at most 60, starting with a "
                          "letter or digit")
     return group
 

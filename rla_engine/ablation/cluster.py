@@ -21,7 +21,7 @@ def joined(base: Config, jobs: int | None, say: Callable[[str], None]) -> Iterat
     except ImportError:
         raise InputError("--executor ray: Ray is not installed (pip install 'rlanything[ray]')") from None
     ex = base.executor
-    connect(ex.address)
+    connect(ex.address, ex.connect_timeout_s)
     try:
         have = ray.cluster_resources()
         fits = [have.get("CPU", 0.0) / ex.run_cpus] + ([have.get("GPU", 0.0) / ex.run_gpus] if ex.run_gpus else [])

@@ -21,6 +21,7 @@ from ..store import Store
 from ..summary import config_differences
 from ..vocabulary import LIVE, Status
 from .arms import PlannedRun
+from .outputs import log_file
 
 POLL_S = 0.5
 
@@ -59,13 +60,12 @@ def _command(run: PlannedRun, action: str, db: Path, group: str, config_dir: Pat
 def execute(store: Store, runs: list[PlannedRun], group: str, *, jobs: int, log_dir: Path,
             say: Callable[[str], None], preset: str | None = None, env: dict | None = None) -> list[str]:
     """Bring every planned run to completion, `jobs` at a time; return the ids that failed. `env`
-    is added to the runs' environment (a Ray cluster's address)."""
+    is added to the runs' environment (a Ray cluster's address). `log_dir` exists (outputs.py)."""
     todo = [(r, _todo(store, r, group)) for r in runs]
     for r, action in todo:
         if action.startswith("skip"):
             say(f"{r.run_id}: {action[6:]}")
     queue = [(r, a) for r, a in todo if not a.startswith("skip")]
-    log_dir.mkdir(parents=True, exist_ok=True)
     failed: list[str] = []
     live: dict[str, tuple[subprocess.Popen, float]] = {}
     with tempfile.TemporaryDirectory(prefix="rla-ablate-") as tmp:
@@ -87,7 +87,7 @@ def _loop(queue: list, live: dict, failed: list[str], db: Path, group: str, jobs
     while queue or live:
         while queue and len(live) < jobs:
             r, action = queue.pop(0)
-            log = open(log_dir / f"{r.run_id}.log", "a", encoding="utf-8")
+            log = log_file(log_dir, r.run_id)
             proc = subprocess.Popen(_command(r, action, db, group, tmp, preset), stdout=log,
                                     stderr=subprocess.STDOUT, env=env)
             log.close()

@@ -1,4 +1,5 @@
-"""Run bundles in and out: from the store for an export, from a JSON export for `rla import`.
+"""Run bundles in and out: from the store for an export, from a JSON export for `rla import`
+(a regular file of bounded size, strict JSON, every field checked before a database is opened).
 
 A bundle is `Store.export_run`'s dict (format "rlanything-run/1"): the run row with its parsed
 config, iterations, metrics, events and task rows. A JSON export holds one bundle, or several in
@@ -7,12 +8,24 @@ the form {"format": "rlanything-runs/1", "runs": [bundle, …]}.
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
+import stat
 from pathlib import Path
+from typing import Any
 
+from ..bundle import BundleError, bundle_rows
+from ..bundle_check import shown, strict_json
 from ..errors import InputError
 from ..store import BUNDLE_FORMAT, MULTI_FORMAT, StoreError, open_store
 from . import ExportInputError
+
+# The largest export `rla import` reads. A long gridworld run exports about 5 KB per iteration
+# (its metrics, a few events, task rows): 100,000 iterations come to ~500 MB, and a
+# language-model run has far fewer, larger iterations. Twice that is room enough; parsing a file
+# this big already takes several GB of memory, and beyond it an import should not be tried
+# blindly (a hostile file must not take the machine's memory).
+MAX_IMPORT_BYTES = 1 << 30
 
 
 def load_bundles(db_path: str | Path, run_ids: list[str]) -> list[dict]:
@@ -39,32 +52,85 @@ def load_bundles(db_path: str | Path, run_ids: list[str]) -> list[dict]:
         store.close()
 
 
-def _read_json(path: Path):
+def _kind_of(mode: int) -> str | None:
+    """What a file that is not a regular one is, in words (None for a regular file)."""
+    for test, name in ((stat.S_ISREG, None), (stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a FIFO (named pipe)"),
+                       (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+                       (stat.S_ISSOCK, "a socket")):
+        if test(mode):
+            return name
+    return "not a regular file"
+
+
+def _check_file(path: Path, st: os.stat_result) -> None:
+    kind = _kind_of(st.st_mode)
+    if kind is not None:
+        raise InputError(f"{path} is {kind}, not a JSON export (only a regular file is imported)")
+    if st.st_size > MAX_IMPORT_BYTES:
+        raise InputError(f"{path}: {st.st_size:,} bytes; an export is imported up to {MAX_IMPORT_BYTES:,} bytes")
+
+
+def _read_regular(path: Path) -> bytes:
+    """The bytes of a regular file of at most MAX_IMPORT_BYTES. Anything else is refused before
+    it is read: a FIFO would block the read until a writer comes, /dev/zero never ends. It is
+    stat'ed before it is opened (opening a device can itself act), then opened without blocking
+    and checked again through the descriptor, so a file swapped in between is caught too."""
     try:
-        return json.loads(path.read_bytes())
+        _check_file(path, path.stat())
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
     except FileNotFoundError:
         raise InputError(f"{path}: no such file") from None
-    except IsADirectoryError:
-        raise InputError(f"{path} is a folder, not a JSON export") from None
     except OSError as e:
         raise InputError(f"cannot read {path}: {e.strerror}") from None
+    with os.fdopen(fd, "rb") as f:
+        _check_file(path, os.fstat(fd))
+        try:
+            data = f.read(MAX_IMPORT_BYTES + 1)      # the file may have grown since it was stat'ed
+        except OSError as e:
+            raise InputError(f"cannot read {path}: {e.strerror}") from None
+    if len(data) > MAX_IMPORT_BYTES:
+        raise InputError(f"{path}: more than {MAX_IMPORT_BYTES:,} bytes; an export is imported up to that size")
+    return data
+
+
+def _read_json(path: Path) -> Any:
+    data = _read_regular(path)
+    try:
+        return strict_json(data)
     except (UnicodeDecodeError, json.JSONDecodeError) as e:
         raise InputError(f"{path}: not a JSON export ({e})") from None
     except RecursionError:
         raise InputError(f"{path}: not a JSON export (nested too deeply)") from None
 
 
-def read_bundles(file: str | Path) -> list[dict]:
-    """The runs of a JSON export: one bundle, or the several-runs form. Raises InputError for a
-    file that cannot be read or is no export; the bundles themselves are checked on import."""
-    path = Path(file).expanduser()
-    doc = _read_json(path)
+def _bundles_of(path: Path, doc: Any) -> list[tuple[str, Any]]:
+    """(field path, bundle) of each run a parsed export holds."""
     if isinstance(doc, dict) and doc.get("format") == MULTI_FORMAT:
         if not isinstance(doc.get("runs"), list) or not doc["runs"]:
             raise InputError(f"{path}: 'runs' must be a non-empty list of run bundles")
-        return doc["runs"]
+        return [(f"runs[{n}]", b) for n, b in enumerate(doc["runs"])]
     if isinstance(doc, dict) and doc.get("format") == BUNDLE_FORMAT:
-        return [doc]
+        return [("", doc)]
     fmt = doc.get("format") if isinstance(doc, dict) else None
-    raise InputError(f"{path}: format {fmt!r} is not an RLAnything export "
+    raise InputError(f"{path}: format {shown(fmt)} is not an RLAnything export "
                      f"(expected {BUNDLE_FORMAT!r} or {MULTI_FORMAT!r})")
+
+
+def read_bundles(file: str | Path) -> list[dict]:
+    """The runs of a JSON export (one bundle, or the several-runs form), every field of every
+    run checked as the import will check it (bundle.bundle_rows), so a bad one is refused
+    before any database is opened, let alone created. Raises InputError, one line naming the
+    file and the field, for a file that is not a regular one, is too big, is not strict JSON
+    (NaN and Infinity are not) or holds a bad field."""
+    path = Path(file).expanduser()
+    found = _bundles_of(path, _read_json(path))
+    ids: dict[str, str] = {}
+    for where, bundle in found:
+        try:
+            run_id = bundle_rows(bundle, None, where)["run"]["id"]
+        except BundleError as e:
+            raise InputError(f"{path}: {e}") from None
+        if run_id in ids:
+            raise InputError(f"{path}: {where}.run.id {run_id!r} is also {ids[run_id]}.run.id")
+        ids[run_id] = where
+    return [bundle for _, bundle in found]

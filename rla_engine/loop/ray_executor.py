@@ -54,7 +54,7 @@ class RayExecutor:
         self.cfg, self.backend, self.device, self.gen = cfg, backend, device, gen
         self.interrupted: Callable[[], bool] = lambda: False
         self.events: list[tuple[str, dict]] = []
-        self.owns_connection = connect(cfg.executor.address)
+        self.owns_connection = connect(cfg.executor.address, cfg.executor.connect_timeout_s)
         tensor_transport()
         ex = cfg.executor
         self.counts = counts = {"rollout": ex.rollout_workers, "judge": ex.judge_workers,

@@ -32,7 +32,7 @@ class RemoteTrainer:
     def __init__(self, cfg: Config):
         self.cfg = cfg
         ex = cfg.executor
-        self.owns_connection = connect(ex.address)
+        self.owns_connection = connect(ex.address, ex.connect_timeout_s)
         have = ray.cluster_resources()
         if ex.run_cpus > have.get("CPU", 0.0) or ex.run_gpus > have.get("GPU", 0.0):
             raise InputError(f"invalid config: executor.run_cpus = {ex.run_cpus!r}, executor.run_gpus = "

@@ -11,7 +11,7 @@ from typing import Any
 
 import sqlite_utils
 
-from .schema import connect, write_transaction
+from .schema import connect, database_id, expand, write_transaction
 
 LOCK_WAIT_S = 30.0              # how long a reader's write (notes, a command) waits for the engine's
 EVENT_EXCERPT_CHARS = 300       # how much of a rejected payload its event keeps
@@ -56,13 +56,18 @@ class StoreBase:
     """One open database file; each mixin of `Store` adds one concern's reads and writes on it."""
 
     def __init__(self, path: str | Path, create: bool = True, lock_wait_s: float = LOCK_WAIT_S):
-        self.path = Path(path).expanduser()
+        self.path = expand(path)
         self.lock_wait_s = lock_wait_s
         self.db = sqlite_utils.Database(connect(self.path, create))
         self._gone: set[str] = set()    # runs found crashed that this reader could not mark so
 
     def close(self) -> None:
         self.db.conn.close()
+
+    @property
+    def database_id(self) -> str:
+        """The id stored inside the file (migration 004): what checkpoint folders and files name."""
+        return database_id(self.db.conn, self.path)
 
     def _write(self):
         return write_transaction(self.db.conn, self.path, self.lock_wait_s)

@@ -11,10 +11,11 @@ from collections.abc import Iterable
 
 from ..paths import UnsafeRunId, check_run_id
 from ..summary import run_duration
+from ..text import printable
 from ..vocabulary import FINAL, LIVE, RunRow, Status
 from .base import _now, dumps
 from .liveness import process_start
-from .reads import ReadsMixin
+from .reads import RUN_COLUMNS, TEXT, ReadsMixin, checked
 from .schema import StoreError
 from .writes import WritesMixin
 
@@ -55,25 +56,41 @@ class RunsMixin(WritesMixin, ReadsMixin):
         return self.get_run(run_id) is not None
 
     def get_run(self, run_id: str) -> RunRow | None:
+        """The run's row, read whole or with its `damaged` note (see reads.py). An id that is not
+        plain text (control characters, a blob) is also found by the form `rla runs` prints."""
         rows = self._shown(self.db.query("SELECT * FROM runs WHERE id = ?", [run_id]))
+        if not rows and ("\\" in run_id or "\ufffd" in run_id):
+            rowids = [rowid for rowid, raw in self.db.execute("SELECT rowid, id FROM runs")
+                      if printable(TEXT.salvage(raw)) == run_id]
+            rows = self._shown(self.db.query("SELECT * FROM runs WHERE rowid = ?", rowids[:1])) if rowids else []
         return rows[0] if rows else None
 
     def list_runs(self, include_archived: bool = False) -> list[RunRow]:
-        where = "" if include_archived else "WHERE archived = 0"
-        return self._shown(self.db.query(f"SELECT * FROM runs {where} ORDER BY created_at DESC"))
+        """Newest first. Only a run stored as archived (1) is left out: one whose flag cannot be
+        read is listed (and shown as damaged), never hidden."""
+        runs = self._shown(self.db.query("SELECT * FROM runs ORDER BY created_at DESC"))
+        return runs if include_archived else [r for r in runs if r["archived"] != 1]
 
     def _shown(self, rows: Iterable[dict]) -> list[RunRow]:
-        shown = [cast(RunRow, r) for r in rows]
+        shown = [cast(RunRow, checked(r, RUN_COLUMNS)) for r in rows]
         for r in shown:
             if r["id"] in self._gone and r["status"] in LIVE:
                 r["status"], r["ended_at"] = Status.CRASHED.value, r["heartbeat_at"]
                 r["error"] = r["error"] or "engine process is gone"
         return shown
 
-    def run_config(self, run_id: str) -> dict:
+    def run_config(self, run_id: str, damaged_ok: bool = False) -> dict:
+        """The run's configuration. A run whose row is damaged (a hand edit, see reads.py) is
+        refused unless `damaged_ok` (showing it): resuming or rerunning it would build on a row
+        whose state cannot be known; the message names the run, the column and what it holds."""
         run = self.get_run(run_id)
         if run is None:
             raise StoreError(f"no run {run_id!r} in {self.path}")
+        damaged = run.get("damaged")
+        if damaged and not damaged_ok:
+            what = ", ".join(f"{column} = {printable(value)}" for column, value in damaged.items())
+            raise StoreError(f"run {printable(run['id'])}: its row in {self.path} is damaged ({what}); "
+                             "repair or delete it before resuming")
         try:
             config = json.loads(run["config_json"] or "")
         except (ValueError, RecursionError) as e:

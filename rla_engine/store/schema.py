@@ -85,7 +85,11 @@ def write_transaction(conn: sqlite3.Connection, path: Path, lock_wait_s: float) 
             if _is_busy(e) and time.monotonic() < deadline:
                 time.sleep(0.05)
                 continue
-            raise WriteError(f"cannot write database {path}: {describe(e)}", disk_full=is_disk_full(e)) from None
+            advice = (f"; waited {lock_wait_s:.0f} s. Try again once the other program is done: an engine "
+                      "holds it for well under a second, so a long hold is an open sqlite3 shell, a backup "
+                      "or a hung process (see `fuser` or `lsof` on the file)") if _is_busy(e) else ""
+            raise WriteError(f"cannot write database {path}: {describe(e)}{advice}",
+                             disk_full=is_disk_full(e)) from None
     try:
         yield conn
         conn.execute("COMMIT")
@@ -151,8 +155,17 @@ def _m003_process_start(db: sqlite_utils.Database) -> None:
     db.execute("ALTER TABLE runs ADD COLUMN pid_start TEXT")
 
 
+def _m004_database_id(db: sqlite_utils.Database) -> None:
+    """An id stored inside the file: the checkpoints of its runs name it, so a database moved or
+    copied together with its folder still owns them (a path would not), and an imported copy of a
+    run in another database in the same folder does not."""
+    db.execute("CREATE TABLE _database (id TEXT NOT NULL)")
+    db.execute("INSERT INTO _database (id) VALUES (?)", [secrets.token_hex(16)])
+
+
 MIGRATIONS: list[tuple[str, Any]] = [("001_schema", _m001_schema), ("002_runs_fts", _m002_runs_fts),
-                                     ("003_process_start", _m003_process_start)]
+                                     ("003_process_start", _m003_process_start),
+                                     ("004_database_id", _m004_database_id)]
 SCHEMA_VERSION = len(MIGRATIONS)   # what this program writes; `migrate` reads MIGRATIONS itself
 
 
@@ -184,6 +197,16 @@ def migrate(conn: sqlite3.Connection, path: Path) -> None:
                     raise StoreError(f"database {path}: migration {name} failed: {describe(e)}") from None
                 conn.execute("INSERT INTO _migrations (name, applied_at) VALUES (?, ?)", [name, time.time()])
                 conn.execute(f"PRAGMA user_version = {n}")
+
+
+def database_id(conn: sqlite3.Connection, path: Path) -> str:
+    try:
+        row = conn.execute("SELECT id FROM _database LIMIT 1").fetchone()
+    except sqlite3.Error as e:
+        raise StoreError(f"database {path} has no id: {describe(e)}") from None
+    if row is None or not isinstance(row[0], str) or not row[0]:
+        raise StoreError(f"database {path} is damaged: its id (table _database) is missing")
+    return row[0]
 
 
 # -- opening --------------------------------------------------------------------------------
@@ -242,15 +265,35 @@ class _OpenError(StoreError):
         self.cannot_write = name.startswith(("SQLITE_IOERR", "SQLITE_CANTOPEN", "SQLITE_READONLY", "SQLITE_FULL"))
 
 
+def shorten(text: str, most: int = 200) -> str:
+    return text if len(text) <= most else f"{text[:most]}… ({len(text)} characters)"
+
+
+def expand(path: str | Path) -> Path:
+    """`~` and `~user` expanded; a user without a home folder is a StoreError, not a traceback."""
+    try:
+        return Path(path).expanduser()
+    except RuntimeError:
+        raise StoreError(f"database path {shorten(str(path))}: cannot expand "
+                         f"{str(path).split('/')[0]!r} (no such user's home folder)") from None
+
+
 def connect(path: Path, create: bool) -> sqlite3.Connection:
     """An open, migrated connection to an RLAnything database, or a StoreError saying why not.
 
     A reader (`create=False`) that cannot open the file normally — a full disk where SQLite
     cannot size its shared-memory file, a read-only folder — still reads it when no write-ahead
     log holds commits outside the main file: then that file alone is the whole history."""
-    if path.is_dir():
-        raise StoreError(f"database path {path} is a directory, not a file")
-    if not path.exists():
+    try:
+        linked_to_nothing = path.is_symlink() and not path.exists()
+        if path.is_dir():
+            raise StoreError(f"database path {path} is a directory, not a file")
+        missing = not path.exists()
+    except OSError as e:      # a name too long for the file system, a folder we may not look in
+        raise StoreError(f"database path {shorten(str(path))}: {e.strerror}") from None
+    if linked_to_nothing:
+        raise StoreError(f"database path {path} is a symbolic link to {os.readlink(path)}, which does not exist")
+    if missing:
         if not create:
             raise StoreError(f"database {path} does not exist")
         _create(path)

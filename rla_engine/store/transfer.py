@@ -45,11 +45,11 @@ class TransferMixin(StoreBase):
     def import_runs(self, bundles: list[dict], run_ids: list[str | None] | None = None) -> list[str]:
         """Import several bundles all or nothing; return their ids in this database.
 
-        Every bundle is checked first (format, required keys, the type of every field); a
-        malformed one, or an id this database already has, raises StoreError naming it and
-        writes nothing. A run that was live in its source (running/paused) arrives `stopped`:
-        no engine here drives it. Event ids are kept when all are free here (a fresh database
-        gets an exact copy), else the run's events get new ids in the same order."""
+        Every field of every bundle is checked first (bundle_check: types, ranges, sizes, text
+        that encodes); a malformed one, or an id this database already has, raises StoreError
+        naming it and writes nothing. A run that was live in its source (running/paused)
+        arrives `stopped`: no engine here drives it. Event ids are kept when all are free here
+        (a fresh database gets an exact copy), else the run's events get new ids in the same order."""
         if not isinstance(bundles, list) or not bundles:
             raise StoreError("nothing to import: expected a non-empty list of runs")
         run_ids = list(run_ids) if run_ids is not None else [None] * len(bundles)
@@ -101,11 +101,9 @@ class TransferMixin(StoreBase):
         conn.executemany("INSERT INTO events (run_id, iteration, t, kind, payload_json) VALUES (?, ?, ?, ?, ?)",
                          ((rid, *e[1:]) for e in events))
 
-    def _column_kinds(self, table: str) -> dict[str, str]:
-        return {r[1]: r[2].upper() for r in self.db.execute(f"PRAGMA table_info({table})")}
-
-    def _import_plan(self, bundle: Any, run_id: str | None, where: str) -> dict:
+    @staticmethod
+    def _import_plan(bundle: Any, run_id: str | None, where: str) -> dict:
         try:
-            return bundle_rows(bundle, run_id, where, self._column_kinds("runs"), self._column_kinds("tasks"))
+            return bundle_rows(bundle, run_id, where)
         except BundleError as e:
             raise StoreError(str(e)) from None

@@ -49,9 +49,10 @@ class WritesMixin(StoreBase):
         with self._write() as conn:
             self._upsert_tasks(conn, run_id, tasks)
 
-    def rewind(self, run_id: str, iteration: int) -> int:
+    def rewind(self, run_id: str, iteration: int, since: int | None = None) -> int:
         """Delete what came after `iteration` (the checkpoint a resume starts from); return rows gone.
-        Failures stay: they are history, not training state."""
+        Failures stay: they are history, not training state. `since`: the last committed
+        iteration before the rewind, recorded in its event."""
         gone = 0
         kept = ", ".join(f"'{k}'" for k in KEPT_ON_REWIND)
         with self._write() as conn:
@@ -62,7 +63,8 @@ class WritesMixin(StoreBase):
                                      [run_id, iteration]).rowcount
             conn.execute("UPDATE runs SET iteration = ? WHERE id = ?", [iteration, run_id])
             conn.execute("INSERT INTO events (run_id, iteration, t, kind, payload_json) VALUES (?, ?, ?, ?, ?)",
-                         [run_id, iteration, _now(), "rewound", dumps({"to": iteration, "rows": gone})])
+                         [run_id, iteration, _now(), EventKind.REWOUND,
+                          dumps({"to": iteration, "rows": gone, **({"from": since} if since is not None else {})})])
         return gone
 
     def add_event(self, run_id: str, iteration: int, kind: str, payload: dict | None = None) -> int:

@@ -4,6 +4,7 @@ values, and a side-by-side config table with the differing fields highlighted. I
 tab beside the live dashboard."""
 from __future__ import annotations
 
+import html
 import json
 
 import pyqtgraph as pg
@@ -11,6 +12,7 @@ from PySide6 import QtCore, QtGui, QtWidgets
 
 from rla_engine import metrics
 from rla_engine.summary import HEADLINE_ROWS, best_value, config_differences, final_value, flatten, run_duration
+from rla_engine.text import printable
 
 from ..panel_spec import LOSSES, PALETTE, PANELS, Panel, short
 from ..run_data import X_AXES, RunData
@@ -38,6 +40,11 @@ def summarise(data: RunData, run: dict) -> dict[str, float | None]:
     duration = run_duration(run)
     out["wall time (s)"] = round(duration, 1) if duration is not None else None
     return out
+
+
+def _legend(run: dict) -> str:
+    """A run's name for a legend, which pyqtgraph renders as HTML: shown verbatim."""
+    return html.escape(printable(run["name"]))
 
 
 class ComparePlot(pg.PlotWidget):
@@ -76,7 +83,7 @@ class ComparePlot(pg.PlotWidget):
         key = self.key_box.currentText()
         # the colour is the run's position in the comparison: the same in every panel and table
         self.curves = [MetricCurve(self.plotItem, key, PALETTE[i % len(PALETTE)], dashed=key in self.panel.dashed,
-                                   label=run["name"]) for i, (run, _) in enumerate(self.runs)]
+                                   label=_legend(run)) for i, (run, _) in enumerate(self.runs)]
         self.redraw()
 
     def redraw(self) -> None:
@@ -89,7 +96,7 @@ class ComparePlot(pg.PlotWidget):
         for curve, (run, data) in zip(self.curves, self.runs):
             hit = curve.nearest(data, self.x_axis, x)
             if hit is not None:
-                lines.append(f"{run['name']}: {hit[1]:.4g} at {hit[0]:.6g}")
+                lines.append(f"{printable(run['name'])}: {hit[1]:.4g} at {hit[0]:.6g}")
         return f"{short(self.key_box.currentText())}\n" + "\n".join(lines) if lines else None
 
 
@@ -133,7 +140,7 @@ class ComparisonPanel(QtWidgets.QWidget):
         self._apply_view()
 
     def title(self) -> str:
-        names = [r["name"] for r, _ in self.runs]
+        names = [printable(r["name"]) for r, _ in self.runs]
         more = f" +{len(names) - MAX_TITLE_NAMES}" if len(names) > MAX_TITLE_NAMES else ""
         return "Compare: " + ", ".join(names[:MAX_TITLE_NAMES]) + more
 
@@ -150,7 +157,7 @@ class ComparisonPanel(QtWidgets.QWidget):
 
     def set_runs(self, runs: list[tuple[dict, RunData]]) -> None:
         self.runs = runs
-        self.setWindowTitle("Compare: " + ", ".join(r["name"] for r, _ in runs))
+        self.setWindowTitle("Compare: " + ", ".join(printable(r["name"]) for r, _ in runs))
         for plot in self.plots:
             plot.set_runs(runs)
         self.differing = config_differences([r["config"] for r, _ in runs])
@@ -161,7 +168,7 @@ class ComparisonPanel(QtWidgets.QWidget):
         table.clear()
         table.setColumnCount(len(self.runs))
         table.setRowCount(len(rows))
-        table.setHorizontalHeaderLabels([r["name"] for r, _ in self.runs])
+        table.setHorizontalHeaderLabels([printable(r["name"]) for r, _ in self.runs])
         table.setVerticalHeaderLabels(rows)
         for i in range(len(self.runs)):
             item = table.horizontalHeaderItem(i)

@@ -6,6 +6,9 @@ smoothing, log y) are a ViewControls bar shared with the comparison, and persist
 """
 from __future__ import annotations
 
+import math
+from typing import TypeGuard
+
 import pyqtgraph as pg
 from PySide6 import QtCore, QtWidgets
 
@@ -24,6 +27,11 @@ REDRAW_MS = 20
 # points churned ~2 MB per redraw through the allocator (the soak's console grew ~1 MB/min more
 # than with 2,000). The newest 2,000 cover the recent history; the event log lists them all.
 MAX_VARIANT_POINTS = 2_000
+
+
+def _finite(x: object) -> TypeGuard[float]:
+    """A number the plots can place (rows of old databases may hold null or text)."""
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
 
 
 class DifficultyPlot(MetricPlot):
@@ -58,9 +66,14 @@ class DifficultyPlot(MetricPlot):
 
     def add_variants(self, events: list[dict]) -> None:
         for e in events:
-            if e["kind"] in VARIANT_KINDS:
-                self.variants.append((e["iteration"], e["payload"].get("difficulty", float("nan")),
-                                      e["kind"] == EventKind.VARIANT_ACCEPTED))
+            if e.get("kind") not in VARIANT_KINDS:
+                continue
+            # an old or foreign row's payload may be null or no object, its difficulty missing or
+            # text: such a variant has no place on the plot (the event log still lists it)
+            payload = e.get("payload")
+            d = payload.get("difficulty") if isinstance(payload, dict) else None
+            if _finite(e.get("iteration")) and _finite(d):
+                self.variants.append((e["iteration"], float(d), e["kind"] == EventKind.VARIANT_ACCEPTED))
         del self.variants[:-MAX_VARIANT_POINTS]
 
     def _draw_variants(self) -> None:
@@ -165,7 +178,8 @@ class DashboardPanel(QtWidgets.QWidget):
             plot.refresh()
 
     def add_events(self, events: list[dict]) -> None:
-        marks = [(e["iteration"], e["kind"]) for e in events if e["kind"] in MARKER_KINDS]
+        marks = [(e["iteration"], e["kind"]) for e in events
+                 if e.get("kind") in MARKER_KINDS and _finite(e.get("iteration"))]
         if marks:
             for plot in self.plots:
                 plot.add_markers(marks)

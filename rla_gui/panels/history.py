@@ -1,17 +1,21 @@
 """History: every run of the database, sortable and filterable, with open/clone/resume/archive/delete."""
 from __future__ import annotations
 
+import math
 import time
 from typing import cast
 
 from PySide6 import QtCore, QtGui, QtWidgets
 
 from rla_engine import metrics
+from rla_engine.text import as_html, shown
+from rla_engine.vocabulary import DAMAGED
 
 COLUMNS = [("name", "name"), ("status", "status"), ("preset", "preset"), ("started", "started_at"),
            ("duration", "duration"), ("iter", "iteration"), ("success", metrics.SUCCESS),
            ("eval", metrics.EVAL_SUCCESS), ("μ", metrics.MU), ("difficulty", metrics.DIFFICULTY_MEAN), ("id", "id")]
-STATUS_COLOURS = {"running": "#2ca02c", "paused": "#ff7f0e", "crashed": "#d62728", "failed": "#d62728"}
+STATUS_COLOURS = {"running": "#2ca02c", "paused": "#ff7f0e", "crashed": "#d62728", "failed": "#d62728",
+                  DAMAGED: "#d62728"}
 
 
 def duration_text(seconds: float | None) -> str:
@@ -20,6 +24,12 @@ def duration_text(seconds: float | None) -> str:
     m, s = divmod(int(seconds), 60)
     h, m = divmod(m, 60)
     return f"{h}:{m:02d}:{s:02d}" if h else f"{m}:{s:02d}"
+
+
+def _damage_text(row: dict) -> str:
+    damaged = row.get("damaged") or {}
+    return ("damaged row: " + ", ".join(f"{column} holds {what}" for column, what in damaged.items())
+            if damaged else "")
 
 
 class RunsModel(QtCore.QAbstractTableModel):
@@ -51,20 +61,25 @@ class RunsModel(QtCore.QAbstractTableModel):
         row, (_, field) = self.rows[index.row()], COLUMNS[index.column()]
         value = row.get(field)
         if role == QtCore.Qt.ItemDataRole.UserRole:      # sort key: numbers as numbers
-            return value if value is not None else float("-inf")
+            unknown = value is None or (isinstance(value, float) and math.isnan(value))   # NaN: unreadable
+            return float("-inf") if unknown else value
         if role == QtCore.Qt.ItemDataRole.ForegroundRole and field == "status" and value in STATUS_COLOURS:
             return QtGui.QBrush(QtGui.QColor(STATUS_COLOURS[value]))
         if role == QtCore.Qt.ItemDataRole.ToolTipRole:
-            return row.get("error") or row.get("notes") or None
+            # as HTML that shows the text verbatim: Qt would take a note like "<b>…" for markup
+            tip = "\n".join(filter(None, [_damage_text(row), row.get("error"), row.get("notes")]))
+            return as_html(tip) if tip else None
         if role != QtCore.Qt.ItemDataRole.DisplayRole:
             return None
+        if field in (row.get("damaged") or {}):     # a hand-edited row (see rla_engine/store/reads.py)
+            return shown(row, field)
         if field == "started_at":
             return time.strftime("%Y-%m-%d %H:%M", time.localtime(value)) if value else ""
         if field == "duration":
             return duration_text(value)
         if isinstance(value, float):
-            return f"{value:.3f}"
-        return "" if value is None else str(value)
+            return f"{value:.3f}" if math.isfinite(value) else "?"
+        return shown(row, field)          # names, presets, ids: control characters escaped
 
 
 class RunsFilter(QtCore.QSortFilterProxyModel):

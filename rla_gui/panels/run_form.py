@@ -9,7 +9,7 @@ from pathlib import Path
 
 from PySide6.QtCore import QSettings, QSignalBlocker, Qt, Signal
 from PySide6.QtGui import QKeySequence, QShortcut
-from PySide6.QtWidgets import (QComboBox, QFileDialog, QFormLayout, QHBoxLayout, QLabel, QLineEdit,
+from PySide6.QtWidgets import (QComboBox, QFormLayout, QHBoxLayout, QLabel, QLineEdit,
                                QPushButton, QVBoxLayout, QWidget)
 
 from rla_engine.ablation.arms import AblationSpec
@@ -17,6 +17,7 @@ from rla_engine.config import (Config, ConfigError, load_file, merge, preset_dat
                                preset_names)
 from rla_engine.config import validate as validate_config
 
+from ..widgets import file_dialogs
 from ..widgets.ablation_dialog import AblationDialog
 from ..widgets.config_form import ConfigForm
 
@@ -181,7 +182,7 @@ class RunFormPanel(QWidget):
         cfg = self._valid_config()
         if cfg is None:
             return
-        path, _ = QFileDialog.getSaveFileName(self, "Save configuration", "", TOML_FILTER)
+        path, _ = file_dialogs.save_file_name(self, "Save configuration", "", TOML_FILTER)
         if not path:
             return
         target = Path(path)
@@ -193,7 +194,7 @@ class RunFormPanel(QWidget):
             self._show_error(f"cannot save {target}: {e.strerror or e}")
 
     def _load_file(self) -> None:
-        path, _ = QFileDialog.getOpenFileName(self, "Load configuration", "", TOML_FILTER)
+        path, _ = file_dialogs.open_file_name(self, "Load configuration", "", TOML_FILTER)
         if not path:
             return
         try:

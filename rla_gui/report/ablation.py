@@ -26,6 +26,7 @@ from PySide6 import QtCore
 
 from rla_engine import metrics
 from rla_engine.ablation.arms import ARMS
+from rla_engine.export.files import OutputError, write_atomic_many
 from rla_engine.store import StoreError, open_store
 
 from ..panel_spec import PALETTE
@@ -151,15 +152,20 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--db", required=True)
     p.add_argument("--group", required=True)
     p.add_argument("--out", required=True, help="prefix: PREFIX.curves.png and PREFIX.theory.png")
+    p.add_argument("--force", action="store_true", help="replace existing files")
     a = p.parse_args(argv)
     try:
         charts = group_figures(Path(a.db), a.group)
     except StoreError as e:
         print(f"rla-ablation-figures: {e}", file=sys.stderr)
         return 2
-    for chart, suffix in zip(charts, ("curves", "theory")):
-        path = Path(f"{a.out}.{suffix}.png")
-        path.write_bytes(chart.png)
+    paths = [Path(f"{a.out}.{suffix}.png") for suffix in ("curves", "theory")]
+    try:     # export's rules: regular files only, never through a link, 0600, replaced only if forced
+        write_atomic_many({path: chart.png for path, chart in zip(paths, charts)}, a.force)
+    except OutputError as e:
+        print(f"rla-ablation-figures: {e}", file=sys.stderr)
+        return 2
+    for path, chart in zip(paths, charts):
         print(f"wrote {path} ({chart.note})")
     return 0
 

@@ -13,8 +13,10 @@ from collections.abc import Callable
 from typing import Any, ClassVar
 
 from PySide6.QtCore import QEvent, QObject, Qt, Signal
-from PySide6.QtWidgets import (QCheckBox, QComboBox, QDoubleSpinBox, QFileDialog, QHBoxLayout, QLineEdit,
+from PySide6.QtWidgets import (QCheckBox, QComboBox, QDoubleSpinBox, QHBoxLayout, QLineEdit,
                                QSpinBox, QToolButton, QWidget)
+
+from . import file_dialogs
 
 # QSpinBox holds a C int; a field without bounds gets the widest range it can show.
 _INT_MIN, _INT_MAX = -(2**31), 2**31 - 1
@@ -267,7 +269,7 @@ class ModelPathEditor(FieldEditor):
         self.combo.editTextChanged.connect(self.changed)
 
     def _browse(self) -> None:
-        folder = QFileDialog.getExistingDirectory(self.widget, "Model folder", self.value())
+        folder = file_dialogs.existing_directory(self.widget, "Model folder", self.value())
         if folder:
             self.set_value(folder)
 

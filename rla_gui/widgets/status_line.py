@@ -6,6 +6,7 @@ from pathlib import Path
 from PySide6 import QtWidgets
 
 from rla_engine import metrics
+from rla_engine.text import printable
 
 from ..run_data import RunData
 from ..session import RunSession
@@ -30,7 +31,7 @@ class StatusLine:
             for w in (self.iteration, self.rate, self.device):
                 w.setText("")
             return
-        self.state.setText(f"{run['name']} — {run['status']}")
+        self.state.setText(f"{printable(str(run['name']))} — {run['status']}")
         self.iteration.setText(f"iteration {run['iteration']}")
         self.device.setText(f"device {run['device']}")
         if data is not None:

@@ -38,7 +38,7 @@ def flip(path, offsets):
     path.write_bytes(bytes(data))
 
 
-HEADER = 52   # magic 8 + version 4 + length 8 + sha256 32
+HEADER = 56   # magic 8 + version 4 + owner length 4 + payload length 8 + sha256 32
 
 
 def _zero(p): p.write_bytes(b"")
@@ -48,7 +48,7 @@ def _random(p): p.write_bytes(random.Random(0).randbytes(p.stat().st_size))
 def _flip_payload(p): flip(p, random.Random(1).sample(range(HEADER, p.stat().st_size), 64))
 def _flip_sha(p): flip(p, [30])
 def _flip_version(p): flip(p, [8])
-def _flip_length(p): flip(p, [19])   # the top byte: claims far more than is there
+def _flip_length(p): flip(p, [23])   # the top byte: claims far more than is there
 def _magic(p): flip(p, [0])
 def _text(p): p.write_text("hello, I am not a checkpoint\n")
 def _trailing(p): p.write_bytes(p.read_bytes() + b"\0" * 10)
@@ -93,15 +93,15 @@ def test_damaged_newest_falls_back_to_previous(tmp_path, damage, reason):
 
 def test_unreadable_newest_falls_back(tmp_path, monkeypatch):
     newest = two(tmp_path)
-    if os.geteuid() == 0:   # root reads a file whatever its mode: make the read fail as it would
-        real = type(newest).read_bytes
+    if os.geteuid() == 0:   # root reads a file whatever its mode: make the open fail as it would
+        real = checkpoint._no_follow
 
-        def denied(self):
-            if self == newest:
-                raise PermissionError(errno.EACCES, "Permission denied", str(self))
-            return real(self)
+        def denied(path, flags):
+            if str(path) == str(newest):
+                raise PermissionError(errno.EACCES, "Permission denied", str(path))
+            return real(path, flags)
 
-        monkeypatch.setattr(type(newest), "read_bytes", denied)
+        monkeypatch.setattr(checkpoint, "_no_follow", denied)
     newest.chmod(0)
     try:
         path, got, skipped = checkpoint.newest_good(tmp_path)
@@ -128,8 +128,9 @@ def test_round_trip_carries_a_verified_header(tmp_path):
     assert same(checkpoint.load(path, torch.device("cpu")), state(7))
     data = path.read_bytes()
     assert data[:8] == checkpoint.MAGIC
-    assert int.from_bytes(data[12:20], "little") == len(data) - HEADER
-    assert data[20:52] == hashlib.sha256(data[HEADER:]).digest()
+    assert int.from_bytes(data[12:16], "little") == 2 and data[HEADER:HEADER + 2] == b"{}"   # no owner given
+    assert int.from_bytes(data[16:24], "little") == len(data) - HEADER - 2
+    assert data[24:56] == hashlib.sha256(data[HEADER:]).digest()
     assert checkpoint.newest_good(tmp_path)[0] == path == checkpoint.latest(tmp_path)
 
 

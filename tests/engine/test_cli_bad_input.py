@@ -5,11 +5,12 @@ file changed — a database that did not exist is not created, one that did is n
 Each case runs in its own folder (with HOME, RLA_DB and XDG_DATA_HOME pointing into it, so the
 default database lives there too), snapshotted before and after (names, bytes, mtimes). The
 subprocesses start concurrently in one module fixture, so the whole file costs a few seconds;
-no case reaches torch (invalid input is refused before it is imported).
+no case but an unusable --device reaches torch (invalid input is refused before it is imported).
 """
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
@@ -108,6 +109,19 @@ CASES = [
                              "--db", "{db}"], "--group"),
     ("ablate-bad-shared-key", ["ablate", "--preset", "tiny", "--set", "judge.m=0", "--seeds", "0", "--budget", "100",
                                "--db", "{db}"], "judge.m"),
+    # --- issue 19, finding 12: refused before anything is created
+    ("name-not-utf8", ["run", "--preset", "tiny", "--name", "\udcff", "--db", "{db}"], "--name"),
+    ("run-unsafe-group", ["run", "--preset", "tiny", "--group", "../../escape", "--db", "{db}"], "--group"),
+    ("run-group-with-newline", ["run", "--preset", "tiny", "--group", "a\nb", "--db", "{db}"], "--group"),
+    ("run-group-5000-chars", ["run", "--preset", "tiny", "--group", "g" * 5000, "--db", "{db}"], "--group"),
+    ("db-of-unknown-user", ["run", "--preset", "tiny", "--db", "~nosuchuser-rla/a.db"], "~nosuchuser-rla"),
+    ("runs-db-of-unknown-user", ["runs", "--db", "~nosuchuser-rla/a.db"], "~nosuchuser-rla"),
+    ("db-5000-chars", ["run", "--preset", "tiny", "--db", "{folder}/" + "a" * 5000], "File name too long"),
+    ("runs-db-5000-chars", ["runs", "--db", "{folder}/" + "a" * 5000], "File name too long"),
+    ("db-dangling-link", ["run", "--preset", "tiny", "--db", "{dangling}"], "symbolic link"),
+    ("runs-db-dangling-link", ["runs", "--db", "{dangling}"], "symbolic link"),
+    *([("device-cuda-without-cuda", ["run", "--preset", "tiny", "--device", "cuda", "--db", "{db}"], "cuda")]
+      if shutil.which("nvidia-smi") is None else []),
 ]
 
 # Cases the `rla` command itself (cli.py, store) still gets wrong: (id -> reason). strict, so a
@@ -135,6 +149,8 @@ def _prepare(case: Path) -> dict[str, str]:
         (case / file).write_bytes(data)
         where[name] = str(case / file)
     open_store(case / "existing.db").close()
+    (case / "dangling.db").symlink_to(case / "nowhere" / "h.db")
+    where["dangling"] = str(case / "dangling.db")
     return where
 
 

@@ -155,13 +155,13 @@ def test_several_workers_do_not_depend_on_which_finishes_first(two_each):
 
 
 def test_a_stop_during_a_slow_iteration_cancels_it_and_keeps_what_was_committed(two_each, tmp_path):
-    from rla_engine.launch import checkpoint_folder
     trainer = two_each
     tune(trainer, "rollout", delay=1.2)
     db = tmp_path / "r.db"
     store = open_store(db)
-    folder = checkpoint_folder(store, "r1")
-    checkpoint.save(folder, trainer.iteration, trainer.state_dict(), trainer.cfg.run.keep_checkpoints)
+    folder = checkpoints_dir(db, "r1")
+    checkpoint.save(folder, trainer.iteration, trainer.state_dict(), trainer.cfg.run.keep_checkpoints,
+                    checkpoint.Owner("r1", store.database_id))
     store.create_run("r1", name="r1", preset="tiny", config=trainer.cfg.to_dict(), device="cpu",
                      first_tasks=trainer.task_rows(live=True))
     start = trainer.iteration

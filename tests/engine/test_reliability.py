@@ -44,7 +44,7 @@ def test_deleting_a_run_whose_stored_id_is_a_path_keeps_every_other_file(tmp_pat
     store = open_store(db)
     store.create_run("good", name="good", preset="", config={}, device="cpu")
     store.set_status("good", "completed")
-    claim(checkpoints_dir(db, "good"), db)
+    claim(checkpoints_dir(db, "good"), store.database_id, db)
     (checkpoints_dir(db, "good") / "it-000000001.pt").write_bytes(b"x")
     (home / "unrelated.txt").write_text("keep me")
     for bad in ("..", "../..", "."):        # rows written by an older program or by hand
@@ -153,10 +153,10 @@ def test_when_the_disk_fills_the_reserve_is_given_up_to_record_the_failure(tmp_p
     real_save, real_end = checkpoint.save, store.end_run
     reserve_seen = []
 
-    def save(folder, iteration, state, keep):
+    def save(folder, iteration, state, keep, owner=None):
         if iteration == 3:
             raise OSError(errno.ENOSPC, "No space left on device")
-        return real_save(folder, iteration, state, keep)
+        return real_save(folder, iteration, state, keep, owner)
 
     def end_run(*a, **kw):       # the first try meets the full disk; the reserve makes room
         if not reserve_seen:
@@ -296,7 +296,7 @@ def test_a_database_from_a_newer_program_is_refused_naming_both_versions(tmp_pat
         c.close()
         before = db.read_bytes()
         line = one_line_error(rla("runs", db=db))
-        assert "newer version" in line and "this program knows schema version 3" in line
+        assert "newer version" in line and "this program knows schema version 4" in line
         assert ("version 42" in line) if "42" in how else ("077_future" in line)
         assert db.read_bytes() == before
 
@@ -310,7 +310,8 @@ def test_a_database_from_an_older_program_is_migrated_in_place(tmp_path, monkeyp
     store = open_store(db)
     store.create_run("r", name="r", preset="", config={}, device="cpu")
     assert store.get_run("r")["pid_start"]
-    assert store.db.execute("PRAGMA user_version").fetchone()[0] == 3
+    assert len(store.database_id) == 32
+    assert store.db.execute("PRAGMA user_version").fetchone()[0] == len(schema.MIGRATIONS)
 
 
 # -- 11. files for the user only -----------------------------------------------------------------

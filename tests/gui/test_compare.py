@@ -129,7 +129,7 @@ def test_file_export_writes_the_selected_runs_without_blocking(window, drive, qt
                                                                fmt, suffix):
     out = tmp_path / f"report{suffix}"
     chosen = next(f for f, v in window.EXPORT_FILTERS.items() if v == fmt)
-    monkeypatch.setattr("PySide6.QtWidgets.QFileDialog.getSaveFileName", lambda *a, **k: (str(out), chosen))
+    monkeypatch.setattr("rla_gui.widgets.file_dialogs.save_file_name", lambda *a, **k: (str(out), chosen))
 
     async def scenario():
         await until(lambda: len(window.history.model.rows) >= 3)

@@ -13,13 +13,14 @@ import tomllib
 
 import pytest
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import (QCheckBox, QComboBox, QDialogButtonBox, QDoubleSpinBox, QFileDialog, QLineEdit,
+from PySide6.QtWidgets import (QCheckBox, QComboBox, QDialogButtonBox, QDoubleSpinBox, QLineEdit,
                                QSpinBox, QToolButton, QWidget)
 
 from rla_engine.ablation.arms import ARMS, AblationSpec
 from rla_engine.config import Config, merge, preset_data
 from rla_engine.tasks import family_names
 from rla_gui.panels.run_form import RunFormPanel
+from rla_gui.widgets import file_dialogs
 from rla_gui.widgets.ablation_dialog import AblationDialog
 
 
@@ -177,8 +178,8 @@ def _changed_config() -> Config:
 
 def test_save_then_load_toml_round_trips(panel, tmp_path, monkeypatch):
     target = tmp_path / "mine.toml"
-    monkeypatch.setattr(QFileDialog, "getSaveFileName", staticmethod(lambda *a, **k: (str(target), "")))
-    monkeypatch.setattr(QFileDialog, "getOpenFileName", staticmethod(lambda *a, **k: (str(target), "")))
+    monkeypatch.setattr(file_dialogs, "save_file_name", lambda *a, **k: (str(target), ""))
+    monkeypatch.setattr(file_dialogs, "open_file_name", lambda *a, **k: (str(target), ""))
     expected = _changed_config()
     panel.form.set_config(expected)
     panel.save_button.click()
@@ -191,7 +192,7 @@ def test_save_then_load_toml_round_trips(panel, tmp_path, monkeypatch):
 def test_loading_a_bad_file_shows_the_error(panel, tmp_path, monkeypatch):
     bad = tmp_path / "bad.toml"
     bad.write_text("[judge]\nbogus = 1\n", encoding="utf-8")
-    monkeypatch.setattr(QFileDialog, "getOpenFileName", staticmethod(lambda *a, **k: (str(bad), "")))
+    monkeypatch.setattr(file_dialogs, "open_file_name", lambda *a, **k: (str(bad), ""))
     panel.load_button.click()
     assert "judge.bogus" in panel.error_label.text()
     assert panel.form.config() == Config()  # the form is left as it was

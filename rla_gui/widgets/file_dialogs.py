@@ -1,0 +1,96 @@
+"""File dialogs that never open the files they list: every file dialog of the console goes here.
+
+Why: Qt's file dialog asks its icon provider for each listed file's type and icon, and the
+default provider finds both with QMimeDatabase, which opens a file to sniff its content when the
+name does not settle it (`h.db`, `h.db-wal`, `h.db-shm`); a native dialog that runs in this
+process (GTK's) sniffs the same way. Closing any descriptor of a file drops every POSIX lock this
+process holds on it, the SQLite connection's too (fcntl semantics), so a dialog that merely lists
+the database's folder — the Export and Open database dialogs start there — leaves the console's
+connection without its locks. The next other process to close a connection to the database (the
+report renderer after an HTML/PDF export, an engine starting, `rla runs` in a terminal) then
+finds no other holder, takes itself for the last one and deletes the -wal and -shm files; the
+console's connection goes on reading the unlinked ones and never sees a new row again (a run it
+starts never appears; SQLite's "How To Corrupt" §2.2). So the console uses Qt's own dialog,
+with an icon provider that goes by the name alone.
+
+The functions mirror QFileDialog's static ones (same arguments, same results).
+"""
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+
+from PySide6 import QtCore, QtGui, QtWidgets
+
+IconType = QtGui.QAbstractFileIconProvider.IconType
+
+
+class NameOnlyIconProvider(QtWidgets.QFileIconProvider):
+    """Type and icon from the file's name and kind (a stat), never from its content."""
+
+    def icon(self, which):            # both overloads: icon(IconType) and icon(QFileInfo)
+        if isinstance(which, QtCore.QFileInfo):
+            which = IconType.Folder if which.isDir() else IconType.File
+        return super().icon(which)
+
+    def type(self, info: QtCore.QFileInfo) -> str:
+        if info.isDir():
+            return "Folder"
+        suffix = info.suffix()
+        return f"{suffix.upper()} File" if suffix else "File"
+
+
+@functools.cache
+def _provider() -> NameOnlyIconProvider:
+    # one for the process: a dialog does not own its provider, which must outlive it
+    return NameOnlyIconProvider()
+
+
+def _dialog(parent: QtWidgets.QWidget | None, caption: str, directory: str, filter: str,
+            mode: QtWidgets.QFileDialog.FileMode) -> QtWidgets.QFileDialog:
+    dialog = QtWidgets.QFileDialog(parent, caption)
+    # the provider is in place before the dialog is given the folder: the default one would
+    # look into its files as soon as the listing comes back
+    dialog.setOption(QtWidgets.QFileDialog.Option.DontUseNativeDialog)
+    dialog.setIconProvider(_provider())
+    dialog.setFileMode(mode)
+    if filter:
+        dialog.setNameFilters(filter.split(";;"))
+    if directory:
+        path = Path(directory)
+        if mode == QtWidgets.QFileDialog.FileMode.Directory or path.is_dir():
+            dialog.setDirectory(str(path))
+        else:                                     # a file name: open its folder, preselect it
+            dialog.setDirectory(str(path.parent))
+            dialog.selectFile(path.name)
+    return dialog
+
+
+def _run(dialog: QtWidgets.QFileDialog) -> tuple[str, str]:
+    try:
+        if dialog.exec() != QtWidgets.QDialog.DialogCode.Accepted or not dialog.selectedFiles():
+            return "", ""
+        return dialog.selectedFiles()[0], dialog.selectedNameFilter()
+    finally:
+        dialog.deleteLater()
+
+
+def save_file_name(parent: QtWidgets.QWidget | None = None, caption: str = "", directory: str = "",
+                   filter: str = "") -> tuple[str, str]:
+    """(path, the chosen filter), or ("", "") when cancelled; asks before overwriting."""
+    dialog = _dialog(parent, caption, directory, filter, QtWidgets.QFileDialog.FileMode.AnyFile)
+    dialog.setAcceptMode(QtWidgets.QFileDialog.AcceptMode.AcceptSave)
+    return _run(dialog)
+
+
+def open_file_name(parent: QtWidgets.QWidget | None = None, caption: str = "", directory: str = "",
+                   filter: str = "") -> tuple[str, str]:
+    """(path of an existing file, the chosen filter), or ("", "") when cancelled."""
+    return _run(_dialog(parent, caption, directory, filter, QtWidgets.QFileDialog.FileMode.ExistingFile))
+
+
+def existing_directory(parent: QtWidgets.QWidget | None = None, caption: str = "", directory: str = "") -> str:
+    """The chosen folder, or "" when cancelled."""
+    dialog = _dialog(parent, caption, directory, "", QtWidgets.QFileDialog.FileMode.Directory)
+    dialog.setOption(QtWidgets.QFileDialog.Option.ShowDirsOnly)
+    return _run(dialog)[0]
