@@ -26,8 +26,9 @@ $(STAMP): pyproject.toml
 run: setup
 	@$(BIN)/rla-gui
 
+# two pytest processes at once, one per core (tests/run_halves.py); `$(BIN)/python -m pytest` runs it serially
 test: setup
-	QT_QPA_PLATFORM=offscreen $(BIN)/python -m pytest
+	QT_QPA_PLATFORM=offscreen $(BIN)/python tests/run_halves.py
 
 # ruff (style, bugs, complexity ≤ 12), mypy (engine and console), import-linter (the architecture's contracts);
 # .pre-commit-config.yaml runs the same three

@@ -35,7 +35,9 @@ FIELD_NAMES = sorted({k.partition(".")[2] for k in REAL_KEYS})
 RUN_OPTIONS = [k.partition(".")[2] for k in REAL_KEYS if k.startswith("run.")]
 # keys a cross-field rule may name although the input did not set them
 RELATION_KEYS = {"task.dataset_low", "policy.band_low", "judge.band_low", "env.low", "eval.tiers",
-                 "rollout.tasks_per_iter"}
+                 "rollout.tasks_per_iter",
+                 # a model is set exactly when the family is a text one (a preset's model, another family)
+                 "policy.model_path", "judge.model_path", "env.model_path"}
 PY_TYPES = {"int": int, "float": float, "bool": bool, "str": str, "list": list}
 
 # Deterministic by default (CI). For a longer hunt: RLA_FUZZ_SCALE=20 RLA_FUZZ_RANDOM=1 pytest this file.
