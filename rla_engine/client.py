@@ -115,6 +115,8 @@ class EngineClient:
             run = await self._db(Store.get_run, run_id)
             if run is not None and run["pid"] == proc.pid:
                 return
+            if exited and proc.returncode == 0 and run is not None:
+                return          # done before this poll saw it (a resume with nothing left): no failure
             if exited:
                 raise EngineError(f"engine exited with code {proc.returncode}", self.log_tail(run_id), run_id)
             if asyncio.get_running_loop().time() > deadline:

@@ -14,10 +14,10 @@ import qasync
 from PySide6 import QtCore, QtWidgets
 
 from rla_engine.paths import default_db_path
-from rla_engine.store import StoreError, open_store
 
 from . import gc_guard
 from .main_window import MainWindow
+from .session import check_database
 from .theme import apply_plot_theme
 
 
@@ -28,14 +28,6 @@ def build_app(argv: list[str]) -> QtWidgets.QApplication:
     apply_plot_theme()
     gc_guard.install(app)       # cyclic garbage is collected on this thread only (see gc_guard)
     return app
-
-
-def check_database(path: Path) -> str | None:
-    try:
-        open_store(path).close()
-    except StoreError as e:
-        return str(e)
-    return None
 
 
 def watch_signals() -> QtCore.QSocketNotifier:

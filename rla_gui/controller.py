@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 import json
 from collections.abc import Coroutine
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +25,7 @@ from rla_engine.summary import SUMMARY_KEYS
 from rla_engine.vocabulary import LIVE, RunRow
 
 from .run_data import RunData
-from .session import RunSession
+from .session import RunSession, check_database
 
 HISTORY_EVERY_S = 2.0
 
@@ -33,6 +34,7 @@ class ConsoleController(QtCore.QObject):
     message = QtCore.Signal(str, int)            # status-bar text, how long in ms (0: until the next)
     engine_failed = QtCore.Signal(str, str)      # run id ("" when none), the error with its log
     database_opened = QtCore.Signal(object)      # Path
+    database_refused = QtCore.Signal(object, str)  # Path, why it cannot be opened (the old one stays open)
     run_opened = QtCore.Signal(str)
     history_changed = QtCore.Signal(list)        # one summary row per run (SUMMARY_KEYS)
     search_matched = QtCore.Signal(str, object)  # the query, the set of run ids whose text matches it
@@ -44,15 +46,32 @@ class ConsoleController(QtCore.QObject):
         self.db_path = Path(db_path)
         self.session = RunSession(EngineClient(self.db_path), self)
         self.session.failed.connect(self.engine_failed)
+        self.session.trouble.connect(lambda text: self.message.emit(text, 10_000))
         self.include_archived = False
         self.closing = False
         self._history_task: asyncio.Task | None = None
+        self._workflows: set[asyncio.Task] = set()
+        self._closed: asyncio.Task | None = None
 
     @property
     def client(self) -> EngineClient:
         return self.session.client
 
     # -- database and runs ---------------------------------------------------------------------
+    def switch_database(self, path: Path) -> asyncio.Task:
+        """File ▸ Open / New database: the file is opened (or created) and checked first, in the
+        store's thread; one that is no database is refused and the console stays where it was."""
+        async def run() -> None:
+            # a thread of our own: qasync's default executor is made of QThreads that nobody stops,
+            # and Qt aborts the process at exit over a QThread still running
+            with ThreadPoolExecutor(1, thread_name_prefix="rla-check") as pool:
+                problem = await asyncio.get_running_loop().run_in_executor(pool, check_database, Path(path))
+            if problem is not None:
+                self.database_refused.emit(Path(path), problem)
+                return
+            self.open_database(Path(path))
+        return self.spawn(run())
+
     def open_database(self, path: Path) -> None:
         self.db_path = Path(path)
         if self.session.client.db_path != self.db_path:
@@ -96,6 +115,8 @@ class ConsoleController(QtCore.QObject):
     # -- workflows -----------------------------------------------------------------------------
     def spawn(self, coro: Coroutine[Any, Any, Any]) -> asyncio.Task:
         task = asyncio.ensure_future(coro)
+        self._workflows.add(task)
+        task.add_done_callback(self._workflows.discard)
         task.add_done_callback(self._report)
         return task
 
@@ -103,6 +124,8 @@ class ConsoleController(QtCore.QObject):
         if task.cancelled() or task.exception() is None:
             return
         error = task.exception()
+        if self.closing:        # retrieved; the window that would show it is gone
+            return
         if isinstance(error, EngineError) and error.log is not None:    # a process failed: show its log
             self.message.emit(f"error: {error.cause}", 10_000)
             # the run the error names: the open run may be another one (a start, an export)
@@ -151,16 +174,19 @@ class ConsoleController(QtCore.QObject):
             self.message.emit(f"ablation {group} finished: its {len(ids)} runs are open as a comparison", 8000)
         return self.spawn(run())
 
-    def resume(self, run_id: str) -> asyncio.Task:
+    def resume(self, run_id: str, iterations: int | None = None) -> asyncio.Task:
+        """`rla resume`: a stopped, crashed or failed run up to its target; a completed one (or any,
+        with `iterations`) that many iterations further."""
         async def run() -> None:
-            await self.client.resume_run(run_id)
+            self.message.emit(f"resuming run {run_id}…", 0)
+            await self.client.resume_run(run_id, iterations)
             self.session.track(run_id)
             self.open_run(run_id)
+            await self.refresh_history()
+            self.message.emit(f"run {run_id} resumed" + (f" for {iterations} more iterations" if iterations else ""),
+                              5000)
         return self.spawn(run())
 
-    def resume_open_run(self) -> None:
-        if self.session.run_id is not None:
-            self.resume(self.session.run_id)
 
     def clone(self, run_id: str) -> asyncio.Task:
         async def run() -> None:
@@ -219,13 +245,22 @@ class ConsoleController(QtCore.QObject):
 
     # -- closing -------------------------------------------------------------------------------
     def close(self, stop_run: str | None) -> asyncio.Task:
-        """What must happen after the window closed: the stop command lands, the client closes."""
+        """What must happen after the window closed: the stop command lands, the client closes.
+        Everything else ends now (its answer has nowhere to go); a second call is the first."""
+        if self._closed is not None:
+            return self._closed
         self.closing = True
         if self._history_task is not None:
             self._history_task.cancel()
+        for task in list(self._workflows):
+            task.cancel()
+        self.session.close_watch()
 
         async def run() -> None:
-            if stop_run is not None:
-                await self.client.stop(stop_run)
-            await self.session.shutdown()
-        return asyncio.ensure_future(run())
+            try:
+                if stop_run is not None:
+                    await self.client.stop(stop_run)
+            finally:
+                await self.session.shutdown()
+        self._closed = asyncio.ensure_future(run())
+        return self._closed

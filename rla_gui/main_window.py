@@ -4,13 +4,14 @@ window: dialogs (file choosers, confirmations, the failure box) and where a comp
 from __future__ import annotations
 
 import asyncio
+import html
 from pathlib import Path
 from typing import ClassVar, Protocol, cast
 
 from PySide6 import QtCore, QtGui, QtWidgets
 
 from rla_engine.text import as_html, printable
-from rla_engine.vocabulary import CommandKind
+from rla_engine.vocabulary import LIVE, CommandKind, Status
 
 from .controller import ConsoleController
 from .panels.comparison import ComparisonPanel
@@ -31,6 +32,9 @@ from .widgets.status_line import StatusLine
 SHORTCUTS = [("Space", "Pause / resume the open run"), ("Ctrl+N", "New run"), ("Ctrl+F", "Find a run in the history"),
              ("Ctrl+E", "Export the selected runs (HTML, PDF, CSV, JSON)"),
              ("Ctrl+O", "Open a database"), ("Ctrl+W", "Close the comparison tab"), ("Ctrl+Q", "Quit")]
+
+
+MORE_ITERATIONS = 100       # what "Resume a completed run" proposes to add
 
 
 class KeepsViewState(Protocol):
@@ -172,7 +176,7 @@ class MainWindow(QtWidgets.QMainWindow):
         self.run_form.ablation_requested.connect(c.start_ablation)
         h.open_requested.connect(self.open_run)
         h.clone_requested.connect(c.clone)
-        h.resume_requested.connect(c.resume)
+        h.resume_requested.connect(self.ask_resume)
         h.archive_requested.connect(c.set_archived)
         h.delete_requested.connect(self.ask_delete)
         h.show_archived_changed.connect(c.show_archived)
@@ -183,7 +187,7 @@ class MainWindow(QtWidgets.QMainWindow):
         k.resume_requested.connect(lambda: c.command(CommandKind.RESUME))
         k.stop_requested.connect(lambda: c.command(CommandKind.STOP))
         k.difficulty_requested.connect(lambda v: c.command(CommandKind.SET_DIFFICULTY, {"value": v}))
-        k.resume_run_requested.connect(c.resume_open_run)
+        k.resume_run_requested.connect(lambda: self.ask_resume(c.session.run_id))
         c.history_changed.connect(h.set_runs)
         c.search_matched.connect(h.show_matches)
         c.run_opened.connect(h.select)
@@ -194,6 +198,7 @@ class MainWindow(QtWidgets.QMainWindow):
         c.message.connect(lambda text, ms: self.statusBar().showMessage(text, ms))
         c.engine_failed.connect(self.show_engine_failure)
         c.database_opened.connect(self._on_database)
+        c.database_refused.connect(self.show_database_refused)
 
     # -- database, runs, comparisons -------------------------------------------------------------
     def open_database(self, path: Path) -> None:
@@ -246,16 +251,39 @@ class MainWindow(QtWidgets.QMainWindow):
     EXPORT_FILTERS: ClassVar[dict[str, str]] = {"HTML report (*.html)": "html", "PDF report (*.pdf)": "pdf",
                       "CSV, long format (*.csv)": "csv", "JSON, re-importable (*.json)": "json"}
 
-    def ask_export(self) -> None:
+    def export_ids(self) -> list[str]:
+        """What File ▸ Export… exports: the comparison in view, else the runs selected in History,
+        else the open run."""
+        view = self.views.currentWidget()
+        if isinstance(view, ComparisonPanel) and view.runs:
+            return [row["id"] for row, _ in view.runs]
         session = self.controller.session
-        ids = self.history.selected_ids() or ([session.run_id] if session.run_id else [])
+        return self.history.selected_ids() or ([session.run_id] if session.run_id else [])
+
+    def proposed_export_path(self, ids: list[str]) -> Path:
+        """The run's id, or "comparison-<first>-and-<n> more" for several; in the folder the
+        last export went to (the database's at first), with the format used last."""
+        fmt = str(self.settings.value("export/format", "html"))
+        fmt = fmt if fmt in self.EXPORT_FILTERS.values() else "html"
+        folder = Path(str(self.settings.value("export/folder", "") or self.db_path.parent))
+        if not folder.is_dir():
+            folder = self.db_path.parent
+        stem = ids[0] if len(ids) == 1 else f"comparison-{ids[0]}-and-{len(ids) - 1}-more"
+        return folder / f"{stem}.{fmt}"
+
+    def ask_export(self) -> None:
+        ids = self.export_ids()
         if not ids:
             self.statusBar().showMessage("select a run (or several) in the history to export", 5000)
             return
-        path, chosen = file_dialogs.save_file_name(
-            self, "Export", str(self.db_path.parent / f"{ids[0]}.html"), ";;".join(self.EXPORT_FILTERS))
+        proposed = self.proposed_export_path(ids)
+        filters = list(self.EXPORT_FILTERS)
+        last = next((f for f, v in self.EXPORT_FILTERS.items() if proposed.suffix == f".{v}"), filters[0])
+        path, chosen = file_dialogs.save_file_name(self, "Export", str(proposed), ";;".join(filters), last)
         if path:
             fmt = self.EXPORT_FILTERS.get(chosen) or Path(path).suffix.lstrip(".") or "html"
+            self.settings.setValue("export/folder", str(Path(path).parent))
+            self.settings.setValue("export/format", fmt)
             # the file dialog already asked about overwriting; a link the user picked means its
             # target (the report tool itself refuses links, and anything but a regular file)
             self.controller.export(ids, fmt, Path(path).resolve(), force=True)
@@ -279,18 +307,53 @@ class MainWindow(QtWidgets.QMainWindow):
         path, _ = file_dialogs.open_file_name(self, "Open database", str(self.db_path.parent),
                                               "SQLite databases (*.db *.sqlite);;All files (*)")
         if path:
-            self.open_database(Path(path))
+            self.controller.switch_database(Path(path))
 
     def ask_new_database(self) -> None:
         path, _ = file_dialogs.save_file_name(self, "New database", str(self.db_path.parent / "new.db"),
                                               "SQLite databases (*.db)")
         if path:
-            self.open_database(Path(path))
+            self.controller.switch_database(Path(path))
+
+    def show_database_refused(self, path: Path, problem: str) -> None:
+        """Said in a dialog (not only on stderr); the database that was open stays open."""
+        box = QtWidgets.QMessageBox(QtWidgets.QMessageBox.Icon.Warning, "Cannot open the database",
+                                    f"{printable(str(path))} cannot be opened: the console stays on "
+                                    f"{printable(str(self.db_path))}.", parent=self)
+        box.setInformativeText(printable(problem))
+        box.show()
+        self._refusal_box = box
+
+    def ask_resume(self, run_id: str | None) -> None:
+        """Resume from History or the toolbar. A stopped, crashed or failed run goes on to its
+        target; a completed one has none left, so the person says how many iterations to add
+        (`rla resume --iterations`); a live one is said to be live."""
+        row = next((r for r in self.history.model.rows if r["id"] == run_id), None)
+        if self.controller.session.run_id == run_id and self.controller.session.run is not None:
+            row = {**(row or {}), **self.controller.session.run}
+        if run_id is None or row is None:
+            return
+        status = row.get("status")
+        if status in LIVE:
+            self.statusBar().showMessage(f"run {run_id} is still {status}: nothing to resume", 5000)
+            return
+        if status != Status.COMPLETED:
+            self.controller.resume(run_id)
+            return
+        more, ok = QtWidgets.QInputDialog.getInt(
+            self, "Resume a completed run",
+            f"Run {printable(str(row.get('name') or run_id))} completed at iteration {row.get('iteration')}.\n"
+            "Iterations to add:", MORE_ITERATIONS, 1, 2**31 - 1)
+        if ok:
+            self.controller.resume(run_id, more)
 
     def show_shortcuts(self) -> None:
-        text = "\n".join(f"{k:<10} {v}" for k, v in SHORTCUTS)
-        box = QtWidgets.QMessageBox(QtWidgets.QMessageBox.Icon.Information, "Shortcuts", text, parent=self)
-        box.setFont(QtGui.QFontDatabase.systemFont(QtGui.QFontDatabase.SystemFont.FixedFont))
+        # a table: keys in one column, what they do in the other, never wrapped into each other
+        rows = "".join(f"<tr><td style='padding-right:18px'><b>{html.escape(k)}</b></td><td>{html.escape(v)}</td></tr>"
+                       for k, v in SHORTCUTS)
+        box = QtWidgets.QMessageBox(QtWidgets.QMessageBox.Icon.Information, "Shortcuts", "", parent=self)
+        box.setTextFormat(QtCore.Qt.TextFormat.RichText)
+        box.setText(f"<table cellspacing='4'>{rows}</table>")
         box.show()
         self._shortcuts_box = box
 
@@ -305,6 +368,9 @@ class MainWindow(QtWidgets.QMainWindow):
         return self.controller.live_run_id()
 
     def closeEvent(self, event: QtGui.QCloseEvent) -> None:
+        if self._closing:       # closed once already (a second close, e.g. at deletion): nothing left to do
+            event.accept()
+            return
         run_id = self.live_run_id()
         if run_id and not self._closing:
             choice = self.ask_close_choice(run_id)

@@ -10,15 +10,27 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from pathlib import Path
 
 from PySide6 import QtCore
 
 from rla_engine.client import EngineClient, EngineError
+from rla_engine.store import StoreError, open_store
 from rla_engine.vocabulary import LIVE, RunRow, TaskStatus
 
 from .run_data import RunData
 
 POOL_EVERY_S = 1.0
+
+
+def check_database(path: Path) -> str | None:
+    """Why `path` cannot be the console's database (not SQLite, not ours, unreadable), or None.
+    It is opened (created if missing) and closed again."""
+    try:
+        open_store(path).close()
+    except StoreError as e:
+        return str(e)
+    return None
 
 
 class RunSession(QtCore.QObject):
@@ -28,6 +40,7 @@ class RunSession(QtCore.QObject):
     events_added = QtCore.Signal(list)
     pool_changed = QtCore.Signal(list)        # active and pending task rows
     failed = QtCore.Signal(str, str)          # run id, message with the log's tail
+    trouble = QtCore.Signal(str)              # watching the run failed (the database went away…): one line
 
     def __init__(self, client: EngineClient, parent=None):
         super().__init__(parent)
@@ -53,8 +66,20 @@ class RunSession(QtCore.QObject):
         self.data.clear()
         self.cleared.emit()
         if run_id is not None:
-            self._task = asyncio.ensure_future(self._watch(run_id))
-            self._pool_task = asyncio.ensure_future(self._poll_pool(run_id))
+            self._task = self._own(self._watch(run_id), run_id)
+            self._pool_task = self._own(self._poll_pool(run_id), run_id)
+
+    def _own(self, coro, run_id: str) -> asyncio.Task:
+        """A watching task whose failure is said on the status bar, never left unretrieved."""
+        task = asyncio.ensure_future(coro)
+
+        def done(t: asyncio.Task) -> None:
+            if not t.cancelled() and t.exception() is not None and t in (self._task, self._pool_task):
+                error = t.exception()
+                with contextlib.suppress(RuntimeError):      # the window, and this session, are gone
+                    self.trouble.emit(f"error: watching run {run_id}: {' '.join(str(error).split())}")
+        task.add_done_callback(done)
+        return task
 
     def close_watch(self) -> None:
         for task in (self._task, self._pool_task):

@@ -1,8 +1,13 @@
 """Shared fixtures: kept minimal on purpose."""
+import asyncio
+import gc
 import json
+import os
 from pathlib import Path
 
 import pytest
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
 RECORDED = Path(__file__).parent / "data"     # made by tests/data/make_recorded_runs.py
 
@@ -41,3 +46,55 @@ def recorded_db(tmp_path_factory):
             store.close()
         return db
     return make
+
+
+# -- the console's loop (tests/gui, tests/journeys) ---------------------------------------------
+# qasync runs asyncio callbacks from Qt timers, so they also run whenever pytest-qt processes
+# events between tests. The loop is therefore marked as the running loop for the whole session
+# (as it is for the whole life of the real app), and a scenario is driven by processing Qt
+# events until its task is done.
+#
+# Every call of the loop's exception handler is kept: "Task exception was never retrieved" is an
+# error the console swallowed (the person saw nothing), and it fails the test that made it.
+LOOP_ERRORS: list[dict] = []
+
+
+@pytest.fixture(scope="session")
+def aloop(qapp):
+    import qasync
+
+    from rla_gui import gc_guard
+    gc_guard.install(qapp)      # as the app does: no garbage collection on the store's threads
+    qapp.setQuitOnLastWindowClosed(False)
+    loop = qasync.QEventLoop(qapp)
+    loop.set_exception_handler(lambda _loop, context: LOOP_ERRORS.append(context))
+    asyncio.set_event_loop(loop)
+    asyncio.events._set_running_loop(loop)
+    yield loop
+    asyncio.events._set_running_loop(None)
+
+
+@pytest.fixture(autouse=True)
+def no_unretrieved_task_exceptions(request):
+    """A console test fails if any asyncio task or callback ended with an exception nobody
+    retrieved. Such a task is reported when it is garbage: collected here, after the test."""
+    LOOP_ERRORS.clear()
+    yield
+    if "aloop" not in request.fixturenames:
+        return
+    gc.collect()
+    errors, LOOP_ERRORS[:] = list(LOOP_ERRORS), []
+    if errors:
+        lines = [f"{c.get('message')}: {c.get('exception')!r} ({c.get('task') or c.get('future') or ''})"
+                 for c in errors]
+        pytest.fail("the console's loop reported errors nobody handled:\n" + "\n".join(lines), pytrace=False)
+
+
+@pytest.fixture
+def drive(aloop, qtbot):
+    """drive(coro, timeout): run a scenario on the Qt + asyncio loop until it finishes."""
+    def run(coro, timeout=120.0):
+        task = aloop.create_task(coro)
+        qtbot.waitUntil(task.done, timeout=int(timeout * 1000))
+        return task.result()
+    return run

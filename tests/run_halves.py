@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parents[1]
 MOVED = ["tests/engine/test_ray.py", "tests/engine/test_ray_unreachable.py", "tests/engine/test_llm_cli.py",
          "tests/engine/test_llm_loop.py", "tests/engine/test_llm_lora.py", "tests/engine/test_ablation.py"]
 HALVES = (["tests/engine", *(f"--ignore={m}" for m in MOVED)],
-          ["tests/store", "tests/report", "tests/gui", "tests/faults", *MOVED])
+          ["tests/store", "tests/report", "tests/gui", "tests/journeys", "tests/faults", *MOVED])
 COUNTS = re.compile(r"(\d+) (passed|failed|skipped|xfailed|xpassed|errors?)\b")
 
 

@@ -29,6 +29,23 @@ ARMS: dict[str, tuple[tuple[str, object], ...]] = {
     "dapo": (*_FROZEN_OUTCOME_ONLY, ("env.strategy", "dapo")),
     "uniform": (*_FROZEN_OUTCOME_ONLY, ("env.strategy", "uniform")),
 }
+# what each arm asks, in words, for the console and help texts; the switches above are what it does
+ARM_DESCRIPTIONS: dict[str, str] = {
+    "outcome": "Outcome reward only (λ = 0), judge frozen, fixed task pool: the baseline.",
+    "step": "Step rewards from a frozen judge (its initial weights, the base config's λ), fixed task pool.",
+    "step+judge": "Step rewards from a judge trained by consistency feedback, fixed task pool.",
+    "full": "RLAnything: step rewards, a trained judge and the adaptive task pool (the environment model "
+            "rewrites tasks that are too easy or too hard).",
+    "outcome+env": "Outcome reward only (λ = 0), judge frozen, adaptive task pool: what adapting the "
+                   "environment gives on its own.",
+    "full+gate": "full with the μ gate: λ scaled down while the judge's μ says its verdicts carry no signal.",
+    "full+random-critic": "full, but the environment model's critic summarises randomly chosen steps instead "
+                          "of the steps the judge flagged.",
+    "plr": "Prioritized Level Replay over the pool (outcome reward only, judge frozen).",
+    "dapo": "DAPO's dynamic sampling: draw groups until a batch of mixed ones is found (outcome reward only, "
+            "judge frozen).",
+    "uniform": "Fresh tasks of difficulty U[0, 1] every iteration (outcome reward only, judge frozen).",
+}
 # every arm starts from the paper's form of the switches an arm may leave unnamed, so an arm means
 # the same whatever the base says about them (the arithmetic preset turns the μ gate on for its
 # own runs; its "full" arm must still be the paper's loop)

@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import html
 import json
+import math
 
+import numpy as np
 import pyqtgraph as pg
 from PySide6 import QtCore, QtGui, QtWidgets
 
@@ -23,9 +25,10 @@ from ..widgets.view_controls import ViewControls
 MAX_TITLE_NAMES = 2
 
 
-def summarise(data: RunData, run: dict) -> dict[str, float | None]:
-    """Final and best values of the headline metrics, totals of variants, steps and wall time."""
-    out: dict[str, float | None] = {}
+def summarise(data: RunData, run: dict) -> dict[str, float | int | None]:
+    """Final and best values of the headline metrics, totals of variants, steps and wall time;
+    counts are ints, so the table shows them as counts."""
+    out: dict[str, float | int | None] = {}
     for label, key, has_best in HEADLINE_ROWS:
         its, vals = data.xy(key)
         out[f"{label} final"] = final_value(vals)
@@ -35,11 +38,26 @@ def summarise(data: RunData, run: dict) -> dict[str, float | None]:
         out[f"{short(key)} final"] = data.last(key)
     for key in (metrics.ACCEPTED, metrics.REJECTED):
         col = data.columns.get(key)
-        out[f"{short(key)} variants"] = float(col.val[: col.n].sum()) if col is not None else None
-    out["env steps"] = data.last(metrics.ENV_STEPS)
+        # nansum: one unreadable row of an old database must not void the whole count
+        out[f"{short(key)} variants"] = _count(float(np.nansum(col.val[: col.n]))) if col is not None else None
+    out["env steps"] = _count(data.last(metrics.ENV_STEPS))
     duration = run_duration(run)
     out["wall time (s)"] = round(duration, 1) if duration is not None else None
     return out
+
+
+def _count(x: float | None) -> int | None:
+    return int(x) if x is not None and math.isfinite(x) else None
+
+
+def summary_text(v: float | int | None) -> str:
+    """A summary cell: a count as a whole number, a measurement to three decimals (digits
+    grouped where it is large, as decimals would be noise there)."""
+    if v is None:
+        return ""
+    if isinstance(v, int):
+        return f"{v:,}"
+    return f"{v:,.0f}" if abs(v) >= 1000 else f"{v:.3f}"
 
 
 def _legend(run: dict) -> str:
@@ -76,6 +94,7 @@ class ComparePlot(pg.PlotWidget):
         self.redraw()
 
     def _build(self) -> None:
+        self.readout.hide()     # it described the curves being replaced
         for c in self.curves:
             self.plotItem.removeItem(c.raw)
             self.plotItem.removeItem(c.line)
@@ -90,6 +109,10 @@ class ComparePlot(pg.PlotWidget):
         pixels = max(100, int(self.plotItem.vb.width()))
         for curve, (_, data) in zip(self.curves, self.runs):
             curve.draw(data, self.x_axis, self.smoothing, None, pixels)
+
+    def leaveEvent(self, ev) -> None:
+        super().leaveEvent(ev)
+        self.readout.hide()      # no move comes once the mouse is off the widget
 
     def _describe(self, x: float) -> str | None:
         lines = []
@@ -194,9 +217,7 @@ class ComparisonPanel(QtWidgets.QWidget):
         self._headers(self.summary_table, keys)
         for row, key in enumerate(keys):
             for col, s in enumerate(sums):
-                v = s.get(key)
-                text = "" if v is None else (f"{v:,.0f}" if abs(v) >= 1000 else f"{v:.3f}")
-                item = QtWidgets.QTableWidgetItem(text)
+                item = QtWidgets.QTableWidgetItem(summary_text(s.get(key)))
                 item.setTextAlignment(QtCore.Qt.AlignmentFlag.AlignRight | QtCore.Qt.AlignmentFlag.AlignVCenter)
                 self.summary_table.setItem(row, col, item)
         self.summary_table.resizeColumnsToContents()

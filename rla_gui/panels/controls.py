@@ -15,6 +15,17 @@ if TYPE_CHECKING:       # the session is only ever passed in
     from ..session import RunSession
 
 
+RESUME_TIPS = {
+    "": "Continue a stopped, crashed or failed run from its last checkpoint",
+    Status.COMPLETED: "The run reached its target: resume it with more iterations (you say how many)",
+    Status.RUNNING: "The run is running: nothing to resume",
+    Status.PAUSED: "The run is paused: Resume (Space) goes on",
+    Status.STOPPED: "Continue the stopped run from its last checkpoint",
+    Status.CRASHED: "Continue the crashed run from its last checkpoint",
+    Status.FAILED: "Continue the failed run from its last checkpoint (see the Events for its cause)",
+}
+
+
 class ControlsPanel(QtWidgets.QWidget):
     pause_requested = QtCore.Signal()
     resume_requested = QtCore.Signal()
@@ -41,7 +52,6 @@ class ControlsPanel(QtWidgets.QWidget):
         self.auto_button.setToolTip("Hand the difficulty back to automatic adaptation")
         self.override_label = QtWidgets.QLabel("")
         self.resume_run_button = QtWidgets.QPushButton("Resume run")
-        self.resume_run_button.setToolTip("Continue a stopped, crashed or failed run from its last checkpoint")
         self.slider.valueChanged.connect(lambda v: self.value_label.setText(f"{v / 100:.2f}"))
         self.pause_button.clicked.connect(self.toggle_pause)
         self.stop_button.clicked.connect(self.stop_requested)
@@ -61,7 +71,7 @@ class ControlsPanel(QtWidgets.QWidget):
         row.addStretch(1)
         self.set_run(None)
         if session is not None:
-            session.cleared.connect(lambda: self.set_run(None))
+            session.cleared.connect(self.clear)
             session.run_changed.connect(self.set_run)
             session.events_added.connect(self.follow_override)
 
@@ -79,13 +89,27 @@ class ControlsPanel(QtWidgets.QWidget):
         self.stop_button.setEnabled(live)
         for w in (self.slider, self.apply_button, self.auto_button):
             w.setEnabled(live)
-        self.resume_run_button.setEnabled(self.status in RESUMABLE)
+        self.resume_run_button.setEnabled(self.status in RESUMABLE or self.status == Status.COMPLETED)
+        self.resume_run_button.setToolTip(RESUME_TIPS.get(self.status or "", RESUME_TIPS[""]))
+
+    def clear(self) -> None:
+        """Another run (or none) is open: nothing of the last one's state stays on the controls."""
+        self.set_run(None)
+        self.override_label.setText("")
+        self.slider.setValue(50)
 
     def follow_override(self, events: list[dict]) -> None:
         for e in events:
-            if e["kind"] == EventKind.SET_DIFFICULTY and e["payload"].get("result", "").startswith("applied"):
-                self.set_override((e["payload"].get("payload") or {}).get("value"))
+            payload = e.get("payload")
+            if (e.get("kind") == EventKind.SET_DIFFICULTY and isinstance(payload, dict)
+                    and str(payload.get("result", "")).startswith("applied")):
+                command = payload.get("payload")
+                self.set_override(command.get("value") if isinstance(command, dict) else None)
 
     def set_override(self, value: float | None) -> None:
-        """Show the override in force, as the engine's events report it."""
-        self.override_label.setText("automatic" if value is None else f"fixed at {value:.2f}")
+        """Show the override in force, as the engine's events report it; the slider follows."""
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            self.override_label.setText(f"fixed at {value:.2f}")
+            self.slider.setValue(round(100 * value))
+        else:
+            self.override_label.setText("automatic")

@@ -10,7 +10,7 @@ import math
 from typing import TypeGuard
 
 import pyqtgraph as pg
-from PySide6 import QtCore, QtWidgets
+from PySide6 import QtCore, QtGui, QtWidgets
 
 from rla_engine.vocabulary import VARIANT_KINDS, EventKind
 
@@ -34,6 +34,27 @@ def _finite(x: object) -> TypeGuard[float]:
     return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
 
 
+class BandFill(pg.FillBetweenItem):
+    """The fill between two lines, empty while either line is. pyqtgraph fills between the lines'
+    inner curve items, and an emptied line only hides its curve, which keeps its old path: the
+    band of a closed run stayed on screen."""
+
+    def updatePath(self) -> None:
+        if any(_empty(line) for line in self.curves or ()):
+            self.setPath(QtGui.QPainterPath())
+            return
+        super().updatePath()
+
+
+def _empty(line: pg.PlotDataItem) -> bool:
+    x, _ = line.getData()
+    return x is None or len(x) == 0
+
+
+# above the line at its left end, beside the axis rather than half under it
+MU_LABEL = {"position": 0.02, "color": "#d62728", "anchors": [(0, 1), (0, 1)]}
+
+
 class DifficultyPlot(MetricPlot):
     """Pool mean with the min–max band; accepted/rejected variants as points at their difficulty."""
 
@@ -42,7 +63,7 @@ class DifficultyPlot(MetricPlot):
         self.band_curves = [MetricCurve(self.plotItem, key, "#1f77b4", smooth=False, pen=pg.mkPen(None))
                             for key in DIFFICULTY.band or ()]
         self.lo, self.hi = (c.line for c in self.band_curves)
-        band = pg.FillBetweenItem(self.lo, self.hi, brush=pg.mkBrush(31, 119, 180, 50))
+        band = BandFill(self.lo, self.hi, brush=pg.mkBrush(31, 119, 180, 50))
         # the band's lines bound the view; the fill would too, and empty it centres the view on 0
         self.plotItem.addItem(band, ignoreBounds=True)
         self.accepted = pg.ScatterPlotItem(size=5, symbol="t1", brush=pg.mkBrush(44, 160, 44, 110), pen=None,
@@ -112,7 +133,7 @@ class DashboardPanel(QtWidgets.QWidget):
                                                      for p in (POLICY, AGREEMENT, BALANCE))
         self.balance.plotItem.addItem(pg.InfiniteLine(pos=1.0, angle=0, pen=pg.mkPen("#d62728", width=1,
                                       style=QtCore.Qt.PenStyle.DotLine), label="μ = 1",
-                                      labelOpts={"position": 0.05, "color": "#d62728"}), ignoreBounds=True)
+                                      labelOpts=MU_LABEL), ignoreBounds=True)
         region = pg.LinearRegionItem(values=(0.2, 0.8), orientation="horizontal", movable=False,
                                      brush=pg.mkBrush(44, 160, 44, 30), pen=pg.mkPen(None))
         region.setZValue(-10)
@@ -156,7 +177,15 @@ class DashboardPanel(QtWidgets.QWidget):
     def _add_tier_curves(self) -> None:
         new_tiers = [k for k in self.data.tier_keys() if k not in self._tiers]
         for i, key in enumerate(new_tiers, start=len(self._tiers)):
-            self.policy.add_curve(key, TIER_COLOURS[i % len(TIER_COLOURS)], width=1.2)
+            curve = self.policy.add_curve(key, TIER_COLOURS[i % len(TIER_COLOURS)], width=1.2)
+            # one legend entry stands for every tier (their shades say which): an entry each made
+            # the legend taller than the plot; the read-out names each tier's value
+            legend = self.policy.plotItem.legend
+            if self._tiers:
+                legend.removeItem(curve.line)
+            else:
+                legend.removeItem(curve.line)
+                legend.addItem(curve.line, "eval @tiers")
             self._tiers.add(key)
         if new_tiers:
             self._apply_view()

@@ -10,8 +10,10 @@ from __future__ import annotations
 import json
 import math
 
-from PySide6.QtCore import QModelIndex, QSortFilterProxyModel, Qt
-from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QTableView, QVBoxLayout, QWidget
+from PySide6.QtCore import QModelIndex, QSize, QSortFilterProxyModel, Qt
+from PySide6.QtGui import QFont, QFontMetrics
+from PySide6.QtWidgets import (QAbstractItemView, QHeaderView, QLabel, QStyle, QStyleOptionHeader, QTableView,
+                               QVBoxLayout, QWidget)
 from ..widgets.list_model import ListTableModel
 
 from typing import TYPE_CHECKING
@@ -19,7 +21,18 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:       # the session is only ever passed in
     from ..session import RunSession
 
-COLUMNS = ("Slot", "Family", "Version", "Difficulty", "Last acc", "Pending", "Pending d")
+# Short headers so every column fits the dock's default width (~330 px) with nothing elided;
+# each header's tooltip says what its column holds.
+COLUMNS = ("Slot", "Family", "Ver.", "Diff.", "Last acc", "Pending", "Pend. d")
+HEADER_TIPS = ("Slot of the task pool (the pool's size is constant during a run).",
+               "Task family.",
+               "Version of the slot's task: how many times its task has been replaced.",
+               "Difficulty of the slot's active task, 0 (easiest) to 1.",
+               "Last accuracy: the share of the task's latest rollouts that succeeded.",
+               "A candidate the environment model proposed for this slot, harder or easier, waiting for "
+               "its check.",
+               "Difficulty of the pending candidate.")
+FAMILY_COLUMN = 1
 ARROWS = {"harder": "harder ↑", "easier": "easier ↓"}
 SORT_ROLE = Qt.ItemDataRole.UserRole
 _MISSING = float("-inf")     # sorts empty numeric cells together, below every real value
@@ -60,6 +73,14 @@ class PoolTableModel(ListTableModel):
 
     def line(self, row: int) -> dict:
         return self.items[row]
+
+    def headerData(self, section, orientation, role=Qt.ItemDataRole.DisplayRole):
+        if orientation == Qt.Orientation.Horizontal and role == Qt.ItemDataRole.ToolTipRole:
+            return HEADER_TIPS[section]
+        return super().headerData(section, orientation, role)
+
+    def families(self) -> list[str]:
+        return sorted({line["family"] or "" for line in self.items})
 
     def data(self, index, role=Qt.ItemDataRole.DisplayRole):
         if not index.isValid():
@@ -128,6 +149,25 @@ class PoolTableModel(ListTableModel):
         self.layoutChanged.emit()
 
 
+class SortedOnlyHeader(QHeaderView):
+    """A header that makes room for the sort arrow only in the sorted column. Qt's own sizes
+    every section as if it bore the arrow (about 20 px each), which alone pushed the last
+    columns out of a 330 px dock."""
+
+    def sectionSizeFromContents(self, logicalIndex: int) -> QSize:
+        if self.isSortIndicatorShown() and logicalIndex == self.sortIndicatorSection():
+            return super().sectionSizeFromContents(logicalIndex)
+        opt = QStyleOptionHeader()
+        self.initStyleOption(opt)
+        opt.section = logicalIndex
+        opt.text = str(self.model().headerData(logicalIndex, self.orientation()) or "")
+        bold = QFont(self.font())
+        bold.setBold(True)             # as Qt measures it: the pressed or current section is bold
+        opt.fontMetrics = QFontMetrics(bold)
+        opt.sortIndicator = QStyleOptionHeader.SortIndicator.None_
+        return self.style().sizeFromContents(QStyle.ContentsType.CT_HeaderSection, opt, QSize(), self)
+
+
 class PoolTablePanel(QWidget):
     """A sortable table of the pool: slot, family, version, difficulty, last accuracy and the
     pending candidate (direction, difficulty)."""
@@ -140,6 +180,10 @@ class PoolTablePanel(QWidget):
         self.proxy.setSortRole(SORT_ROLE)
         self.proxy.setDynamicSortFilter(True)   # an update re-sorts under the user's chosen column
         self.view = QTableView(self)
+        header = SortedOnlyHeader(Qt.Orientation.Horizontal, self.view)
+        header.setSectionsClickable(True)       # as the view's own header: a click sorts
+        header.setHighlightSections(True)
+        self.view.setHorizontalHeader(header)
         self.view.setModel(self.proxy)
         self.view.setSortingEnabled(True)
         self.view.sortByColumn(0, Qt.SortOrder.AscendingOrder)
@@ -147,17 +191,37 @@ class PoolTablePanel(QWidget):
         self.view.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
         self.view.setAlternatingRowColors(True)
         self.view.verticalHeader().setVisible(False)
-        self.view.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
-        self.view.horizontalHeader().setStretchLastSection(True)
+        # Sized to contents, never below a header's text: a column too wide for the dock scrolls,
+        # it is not cut to "Las…". No stretched last section: Qt keeps it at least 100 px wide.
+        header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+        self.caption = QLabel(self)
+        self.caption.setObjectName("pool_caption")
+        self.caption.setTextFormat(Qt.TextFormat.PlainText)
+        self.caption.setContentsMargins(4, 2, 4, 2)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
+        layout.setSpacing(0)
+        layout.addWidget(self.caption)
         layout.addWidget(self.view)
+        self._show_family()
         if session is not None:
             session.cleared.connect(lambda: self.set_rows([]))
             session.pool_changed.connect(self.set_rows)
 
     def set_rows(self, rows: list[dict]) -> None:
         self.model.set_rows(rows)
+        self._show_family()
+
+    def _show_family(self) -> None:
+        """A run's pool holds one family: it is said once above the table instead of on every line,
+        which leaves the width to the numbers. Lines of several families bring the column back."""
+        families = self.model.families()
+        lines = self.model.rowCount()
+        pending = sum(1 for line in self.model.items if line["pending"] is not None)
+        self.view.setColumnHidden(FAMILY_COLUMN, len(families) <= 1)
+        name = families[0] if len(families) == 1 else f"{len(families)} families" if families else "no tasks yet"
+        self.caption.setText(f"{name} · {lines} slots · {pending} pending" if lines else name)
+        self.caption.setToolTip(HEADER_TIPS[FAMILY_COLUMN] if len(families) == 1 else "")
 
     def visible_lines(self) -> list[dict]:
         """The lines in the order the user sees them (after sorting)."""

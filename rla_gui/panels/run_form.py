@@ -13,17 +13,19 @@ from PySide6.QtWidgets import (QComboBox, QFormLayout, QHBoxLayout, QLabel, QLin
                                QPushButton, QVBoxLayout, QWidget)
 
 from rla_engine.ablation.arms import AblationSpec
-from rla_engine.config import (Config, ConfigError, load_file, merge, preset_data, preset_description,
+from rla_engine.config import (Config, ConfigError, family_kind, load_file, merge, preset_data, preset_description,
                                preset_names)
 from rla_engine.config import validate as validate_config
 
 from ..widgets import file_dialogs
-from ..widgets.ablation_dialog import AblationDialog
+from ..widgets.ablation_dialog import AblationDialog, steps_per_second
 from ..widgets.config_form import ConfigForm
 
 DEFAULTS_LABEL = "(defaults)"
 TOML_FILTER = "TOML files (*.toml);;All files (*)"
 ERROR_STYLE = "color: #d32f2f;"
+NAME_TIP = ("<p>Leave empty for the automatic name, which follows the preset. A name you type stays while "
+            "you change presets; cloning a run or loading a file clears it, since it named another run.</p>")
 
 
 class RunFormPanel(QWidget):
@@ -44,7 +46,7 @@ class RunFormPanel(QWidget):
                                           Qt.ItemDataRole.ToolTipRole)
         self.name_edit = QLineEdit()
         self.name_edit.setObjectName("run_name")
-        self.name_edit.setPlaceholderText("Run name (optional)")
+        self.name_edit.setToolTip(NAME_TIP)
         self.form = ConfigForm()
         self.error_label = QLabel()
         self.error_label.setObjectName("error")
@@ -64,6 +66,7 @@ class RunFormPanel(QWidget):
 
         self.preset_combo.currentIndexChanged.connect(self._apply_preset)
         self.form.changed.connect(self._revalidate)
+        self.form.changed.connect(self._propose_name)
         self.start_button.clicked.connect(self._start)
         self.ablation_button.clicked.connect(self._start_ablation)
         self.name_edit.returnPressed.connect(self._start)
@@ -72,6 +75,7 @@ class RunFormPanel(QWidget):
         self.save_button.clicked.connect(self._save_file)
         self.load_button.clicked.connect(self._load_file)
         self._revalidate()
+        self._propose_name()
 
     def _layout(self) -> None:
         top = QFormLayout()
@@ -105,6 +109,22 @@ class RunFormPanel(QWidget):
             button.setEnabled(error is None)
             button.setToolTip("" if error is None else "Fix the marked field first.")
 
+    def automatic_name(self) -> str:
+        """What the engine names a run started with an empty name (client.start): the preset, or
+        the family without one, then the start time."""
+        family = self.form.editors["task.family"].value()
+        return f"{self.preset() or family} + start time"
+
+    def _propose_name(self) -> None:
+        # The field holds only what the user typed; the automatic name is a placeholder, so it
+        # follows every preset or family change and never stays behind as stale text.
+        self.name_edit.setPlaceholderText(f"Automatic: {self.automatic_name()}")
+
+    def _forget_typed_name(self) -> None:
+        # A cloned or loaded configuration is another run's: the name typed for the form's
+        # previous contents would label it silently, so the automatic name takes over.
+        self.name_edit.clear()
+
     def _select_preset_quietly(self, name: str) -> None:
         # Loading a config shows where it came from without re-applying the preset over it.
         with QSignalBlocker(self.preset_combo):
@@ -113,7 +133,8 @@ class RunFormPanel(QWidget):
     # ------------------------------------------------------------------ actions
 
     def _apply_preset(self, index: int) -> None:
-        """A preset replaces the whole form: defaults merged with the preset, nothing kept."""
+        """A preset replaces the whole form: defaults merged with the preset, nothing kept but a
+        typed run name (typed for this form, often before picking the preset)."""
         name = self.preset_combo.itemData(index) or ""
         cfg = Config()
         try:
@@ -146,6 +167,7 @@ class RunFormPanel(QWidget):
             return False
         # A preset that no longer exists falls back to "(defaults)"; the values are all loaded.
         self._select_preset_quietly(preset)
+        self._forget_typed_name()
         self.form.set_config(cfg)
         return True
 
@@ -167,7 +189,8 @@ class RunFormPanel(QWidget):
 
     def ask_ablation(self) -> AblationSpec | None:
         """The dialog's choices, None when cancelled (tests replace this method)."""
-        dialog = AblationDialog(self)
+        # the estimate's rate follows the kind of family the form runs: text runs are far slower
+        dialog = AblationDialog(self, rate=steps_per_second(family_kind(self.form.editors["task.family"].value())))
         return dialog.spec() if dialog.exec() == AblationDialog.DialogCode.Accepted else None
 
     def _start_ablation(self) -> None:

@@ -9,13 +9,14 @@ text is cut at MAX_CHARS so one runaway answer cannot freeze the console.
 """
 from __future__ import annotations
 
+import html
 import json
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
-from PySide6.QtCore import Qt, Signal
-from PySide6.QtGui import QColor, QFont, QTextCharFormat, QTextCursor
-from PySide6.QtWidgets import (QLabel, QListWidget, QListWidgetItem, QPlainTextEdit, QSplitter, QStackedWidget,
-                               QTabWidget, QTextEdit, QVBoxLayout, QWidget)
+from PySide6.QtCore import QEvent, Qt, Signal
+from PySide6.QtGui import QColor, QFont, QHelpEvent, QTextCharFormat, QTextCursor
+from PySide6.QtWidgets import (QLabel, QListView, QListWidget, QListWidgetItem, QPlainTextEdit, QSplitter,
+                               QStackedWidget, QTabWidget, QTextEdit, QToolTip, QVBoxLayout, QWidget)
 
 from rla_engine.vocabulary import EventKind
 
@@ -30,6 +31,14 @@ MAX_DIALOGUE = 200_000        # per shown trajectory, all its texts together
 CUT = "… (cut)"
 PICK_STEP = "Click a step in the dialogue to read the judge's reasoning."
 OUTCOME_COLORS = {"accepted": GOOD_COLOR, "rejected": BAD_COLOR, "invalid": UNREADABLE_COLOR}
+TIP_CHARS = 600               # a list item's tooltip: enough of a task to read, never a wall of text
+# What the judge's verdicts mean (rewards.parse_verdict, SPEC §1, §4): the judge samples m answers
+# per step, each ending in \boxed{1} or \boxed{-1}; anything else reads as 0.
+VERDICT_WORDS = {1: "step right", -1: "step wrong", 0: "unreadable"}
+LEGEND_TIP = ("<p>Each step is judged m times (judge.m). +1: the judge answered \\boxed{1}, the step is right; "
+              "−1: it answered \\boxed{-1}, the step is wrong; 0: no readable verdict in its answer (no box, "
+              "an unclosed box or another value), which costs the judge reward −2.</p>"
+              "<p>oracle: the family's own label of the step, a diagnostic the judge never sees.</p>")
 
 
 def clip(text: Any, limit: int = MAX_CHARS) -> str:
@@ -39,6 +48,21 @@ def clip(text: Any, limit: int = MAX_CHARS) -> str:
 
 def verdict_mark(v: Any) -> str:
     return {1: "+1", -1: "−1"}.get(v, "0") if isinstance(v, int) else "?"
+
+
+def legend_html() -> str:
+    """"Verdicts, one per judge sample: +1 = step right · −1 = step wrong · 0 = unreadable", each
+    mark coloured as in the dialogue and no entry broken across lines."""
+    entries = [f"<b style='color:{chip_color(v).name()}'>{verdict_mark(v)}</b>&nbsp;=&nbsp;"
+               f"{VERDICT_WORDS[v].replace(' ', '&nbsp;')}" for v in (1, -1, 0)]
+    return "Verdicts, one per judge sample: " + " · ".join(entries)
+
+
+def verdict_word(v: Any) -> str:
+    """A verdict in words: "+1 = step right", "0 = unreadable"."""
+    if not isinstance(v, int):
+        return "? = not a verdict"
+    return f"{verdict_mark(v)} = {VERDICT_WORDS.get(v, VERDICT_WORDS[0])}"
 
 
 def one_line(text: Any, width: int = 90) -> str:
@@ -77,9 +101,11 @@ class DialogueView(QPlainTextEdit):
         self.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse
                                      | Qt.TextInteractionFlag.TextSelectableByKeyboard)
         self.spans: list[tuple[int, int, int, int]] = []
+        self.marks: list[tuple[int, int, str]] = []      # (start, end, tooltip) of each verdict mark
 
     def show_trajectory(self, traj: dict | None) -> None:
         self.spans = []             # first: clear() moves the cursor, which looks the step up
+        self.marks = []
         self.clear()
         if traj is None:
             return
@@ -96,21 +122,45 @@ class DialogueView(QPlainTextEdit):
             for s, step in enumerate(_dicts(turn.get("steps"))):
                 start = cur.position()
                 cur.insertText(f"step {s + 1}  ", bold)
-                for v in _list(step.get("verdicts")):
-                    mark = QTextCharFormat()
-                    mark.setForeground(chip_color(v))
-                    mark.setFontWeight(QFont.Weight.Bold)
-                    cur.insertText(verdict_mark(v), mark)
+                for j, v in enumerate(_list(step.get("verdicts"))):
+                    self._insert_mark(cur, verdict_mark(v), chip_color(v), f"judge {j + 1}: {verdict_word(v)}")
                     cur.insertText(" ", plain)
                 oracle = step.get("oracle")
                 if oracle in (1, -1):
-                    cur.insertText(f" oracle {verdict_mark(oracle)}", plain)
+                    cur.insertText(" ", plain)
+                    self._insert_mark(cur, f"oracle {verdict_mark(oracle)}", None,
+                                      f"the family's own label: {verdict_word(oracle)} (a diagnostic the judge "
+                                      "never sees)")
                 cur.insertText("\n" + clip(step.get("text")) + "\n", plain)
                 self.spans.append((start, cur.position(), t, s))
             if turn.get("observation"):
                 cur.insertText("observation:\n", bold)
                 cur.insertText(clip(turn.get("observation")) + "\n", plain)
         self.moveCursor(QTextCursor.MoveOperation.Start)
+
+    def _insert_mark(self, cur: QTextCursor, text: str, color: QColor | None, tip: str) -> None:
+        fmt = QTextCharFormat()
+        if color is not None:
+            fmt.setForeground(color)
+            fmt.setFontWeight(QFont.Weight.Bold)
+        start = cur.position()
+        cur.insertText(text, fmt)
+        self.marks.append((start, cur.position(), tip))
+
+    def mark_tip(self, position: int) -> str:
+        """What the verdict mark at a character position means ("" off the marks)."""
+        return next((tip for start, end, tip in self.marks if start <= position < end), "")
+
+    def viewportEvent(self, event: QEvent) -> bool:
+        if event.type() == QEvent.Type.ToolTip:
+            help_event = cast(QHelpEvent, event)
+            tip = self.mark_tip(self.cursorForPosition(help_event.pos()).position())
+            if tip:
+                QToolTip.showText(help_event.globalPos(), tip, self.viewport())
+            else:
+                QToolTip.hideText()
+            return True
+        return super().viewportEvent(event)
 
     def step_at(self, position: int) -> tuple[int, int] | None:
         for start, end, t, s in self.spans:
@@ -131,6 +181,28 @@ class DialogueView(QPlainTextEdit):
                 extra.cursor = c
                 sel.append(extra)
         self.setExtraSelections(sel)
+
+
+def _wrapping_list(parent: QWidget) -> QListWidget:
+    """A list whose items wrap at the dock's width instead of running off to the right."""
+    view = QListWidget(parent)
+    view.setWordWrap(True)
+    view.setResizeMode(QListView.ResizeMode.Adjust)     # re-wrap when the dock is resized
+    view.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+    view.setTextElideMode(Qt.TextElideMode.ElideNone)
+    return view
+
+
+def _list_item(text: str, tip: str) -> QListWidgetItem:
+    item = QListWidgetItem(text)
+    item.setToolTip(tip)
+    return item
+
+
+def _plain_tip(text: Any) -> str:
+    """Model text for a tooltip. Qt renders a tooltip as rich text when it looks like markup, so
+    the text is escaped inside a paragraph that keeps its line breaks: it always reads literally."""
+    return "<p style='white-space:pre-wrap'>" + html.escape(clip(text, TIP_CHARS)) + "</p>"
 
 
 def _plain_text_box(parent: QWidget, placeholder: str = "") -> QPlainTextEdit:
@@ -158,15 +230,23 @@ class SamplesPanel(QWidget):
         self.message.setTextFormat(Qt.TextFormat.PlainText)
         self.message.setAlignment(Qt.AlignmentFlag.AlignCenter)
         self.message.setEnabled(False)          # the placeholder look
-        self.trajectories = QListWidget(self)
+        self.message.setWordWrap(True)
+        self.header.setWordWrap(True)
+        self.legend = QLabel(legend_html(), self)
+        self.legend.setObjectName("verdict_legend")
+        self.legend.setTextFormat(Qt.TextFormat.RichText)      # our own words only, coloured as the marks
+        self.legend.setWordWrap(True)
+        self.legend.setContentsMargins(4, 2, 4, 2)
+        self.legend.setToolTip(LEGEND_TIP)
+        self.trajectories = _wrapping_list(self)
         self.dialogue = DialogueView(self)
         self.reasoning = _plain_text_box(self, PICK_STEP)
-        self.variant_list = QListWidget(self)
+        self.variant_list = _wrapping_list(self)
         self.variant_text = _plain_text_box(self, "Select a variant.")
         self.tabs = QTabWidget(self)
         self.tabs.setDocumentMode(True)
-        self.tabs.addTab(self._split(Qt.Orientation.Vertical, self.trajectories, self.dialogue, self.reasoning,
-                                     sizes=(90, 330, 160)), "Trajectories")
+        self.tabs.addTab(self._with_legend(self._split(Qt.Orientation.Vertical, self.trajectories, self.dialogue,
+                                                       self.reasoning, sizes=(90, 330, 160))), "Trajectories")
         self.tabs.addTab(self._split(Qt.Orientation.Vertical, self.variant_list, self.variant_text,
                                      sizes=(120, 400)), "Variants")
         content = QWidget(self)
@@ -186,6 +266,15 @@ class SamplesPanel(QWidget):
         if session is not None:
             session.cleared.connect(lambda: self.show_samples(None))
             session.events_added.connect(self.add_events)
+
+    def _with_legend(self, split: QSplitter) -> QWidget:
+        page = QWidget(self)
+        column = QVBoxLayout(page)
+        column.setContentsMargins(0, 0, 0, 0)
+        column.setSpacing(0)
+        column.addWidget(self.legend)
+        column.addWidget(split, 1)
+        return page
 
     def _split(self, orientation: Qt.Orientation, *widgets: QWidget, sizes: tuple[int, ...]) -> QSplitter:
         split = QSplitter(orientation, self)
@@ -238,7 +327,8 @@ class SamplesPanel(QWidget):
         self.trajectories.clear()
         for traj in trajs:
             ok = "✓" if traj.get("success") else "✗"
-            item = QListWidgetItem(f"slot {traj.get('slot', '?')}  {ok}  {one_line(traj.get('task'))}")
+            item = _list_item(f"slot {traj.get('slot', '?')}  {ok}  {one_line(traj.get('task'))}",
+                              _plain_tip(traj.get("task")))
             item.setForeground(GOOD_COLOR if traj.get("success") else BAD_COLOR)
             self.trajectories.addItem(item)
         self.trajectories.blockSignals(False)
@@ -248,8 +338,9 @@ class SamplesPanel(QWidget):
         self.variant_list.blockSignals(True)
         self.variant_list.clear()
         for v in self.variants:
-            item = QListWidgetItem(f"slot {v.get('slot', '?')}  {v.get('direction', '?')}  {v.get('outcome', '?')}"
-                                   f"  {one_line(v.get('reason') or v.get('task'), 70)}")
+            item = _list_item(f"slot {v.get('slot', '?')}  {v.get('direction', '?')}  {v.get('outcome', '?')}"
+                              f"  {one_line(v.get('reason') or v.get('task'), 70)}",
+                              _plain_tip(v.get("reason") or v.get("task")))
             color = OUTCOME_COLORS.get(str(v.get("outcome")))
             if color is not None:
                 item.setForeground(color)
@@ -293,7 +384,7 @@ class SamplesPanel(QWidget):
         verdicts, reasons = _list(step.get("verdicts")), _list(step.get("reasoning"))
         parts = [f"turn {t + 1} · step {s + 1} · verdicts {' '.join(verdict_mark(v) for v in verdicts) or '(none)'}"]
         for i in range(max(len(verdicts), len(reasons))):
-            v = verdict_mark(verdicts[i]) if i < len(verdicts) else "?"
+            v = verdict_word(verdicts[i]) if i < len(verdicts) else "? = no verdict"
             parts.append(f"judge {i + 1} ({v}):\n{clip(reasons[i]) if i < len(reasons) else '(no text)'}")
         self.reasoning.setPlainText("\n\n".join(parts))
 

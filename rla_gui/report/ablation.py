@@ -11,6 +11,7 @@ writes PREFIX.curves.png and PREFIX.theory.png; registered as the `ablation` ent
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 from collections.abc import Mapping
 from pathlib import Path
@@ -30,7 +31,8 @@ from rla_engine.export.files import OutputError, write_atomic_many
 from rla_engine.store import StoreError, open_store
 
 from ..panel_spec import PALETTE
-from .charts import SCALE, Chart, LegendEntry, _Canvas
+from ..widgets.readout import LegendRow
+from .charts import INK, SCALE, Chart, LegendEntry, _Canvas
 
 GRID_POINTS = 60
 ARM_COLOURS = [*PALETTE, "#7f7f7f"]
@@ -106,14 +108,18 @@ def theory_chart(points: np.ndarray, m: int, width: int = 820, height: int = 420
 
 
 def _with_legend(c: _Canvas) -> _Canvas:
-    """These figures stand alone (docs/RESULTS.md), so their legend is drawn into the image."""
-    # bottom right: the success curves rise away from it
-    legend = c.plot.addLegend(offset=(-10, -10), labelTextColor="#333333", brush=pg.mkBrush(255, 255, 255, 220))
+    """These figures stand alone (docs/RESULTS.md), so their legend is drawn into the image: in
+    rows above the plot, where it hides no curve (a corner of the plot hid the bound's curve), the
+    image made taller by the legend's height so the plot keeps its size."""
+    legend = LegendRow(c.plot, text_size="9pt", text_colour=INK)
     for e in c.legend:
         sample = (pg.ScatterPlotItem(size=6, brush=pg.mkBrush(e.colour), pen=None) if e.style == "marker"
                   else pg.PlotDataItem(pen=pg.mkPen(e.colour, width=2 * SCALE)))
         legend.addItem(sample, e.label)
-    legend.setColumnCount(2 if len(c.legend) > 4 else 1)     # low, under the curves
+    # one layout pass gives the view box its width, from which the legend takes its columns;
+    # their height is then known, not yet laid out
+    c.plot.layout.activate()
+    c.grow(math.ceil(legend.effectiveSizeHint(QtCore.Qt.SizeHint.PreferredSize).height()))
     return c
 
 

@@ -184,6 +184,12 @@ class _Canvas:
         self.x_label = x_label
         self.x_span: tuple[float, float] | None = None
 
+    def grow(self, extra: int) -> None:
+        """Make the image taller by `extra` logical pixels (room for what sits above the plot)."""
+        self.height += extra
+        self.view.resize(self.width, self.height)
+        self.view.grab(QtCore.QRect(0, 0, 1, 1))     # deliver the resize, as in __init__
+
     def line(self, x, y, colour: str, label: str | None, dashed: bool = False, width: float = 1.6,
              smooth: bool = True, symbols: bool = False) -> None:
         if len(x) == 0:

@@ -28,6 +28,7 @@ h1{font-size:26px;margin:2px 0 6px}
 h2{font-size:19px;border-bottom:2px solid #e1e4e8;padding-bottom:4px;margin:34px 0 10px}
 h3{font-size:15px;margin:18px 0 4px}
 .kicker{color:#667;text-transform:uppercase;letter-spacing:.08em;font-size:12px;margin:0}
+.kicker .made{text-transform:none;letter-spacing:0}
 table{border-collapse:collapse;font-size:12.5px;margin:6px 0 12px}
 th,td{border:1px solid #dde1e6;padding:3px 8px;text-align:left;vertical-align:top}
 th{background:#f2f4f7;font-weight:600}
@@ -133,9 +134,7 @@ class _Doc:
         return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
                 "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
                 f"<title>{esc(title)}</title><style>{css}</style></head>"
-                f"<body><div class=\"page\">{''.join(self.parts)}"
-                f"<p class=\"muted\">Made by RLAnything {esc(sections.version())} on {esc(sections.now())}.</p>"
-                "</div></body></html>\n")
+                f"<body><div class=\"page\">{''.join(self.parts)}</div></body></html>\n")
 
 
 def compose(bundles: list[dict], environment: dict | None, *, image: Callable[[charts.Chart], str],
@@ -178,7 +177,7 @@ def _single(doc: _Doc, f: sections.Facts, environment: dict | None) -> None:
 def _comparison(doc: _Doc, facts: list[sections.Facts], environment: dict | None) -> None:
     overlays = charts.comparison_charts([f.bundle for f in facts], [f.data for f in facts])
     doc.section("title", "", page_break=False)
-    doc.add('<p class="kicker">RLAnything comparison report</p>',
+    doc.add(sections.kicker("RLAnything comparison report"),
             f"<h1>Comparison of {len(facts)} runs</h1>", run_list(facts))
     doc.section("summary", "Summary", page_break=False)
     doc.add(sections.summary_table(facts))

@@ -80,6 +80,14 @@ class Facts:
         return (self.config.get("run") or {}).get("iterations")
 
 
+def kicker(what: str) -> str:
+    """The line above the title: what the document is, and which version made it when. At the
+    top, not as the last line: there the PDF could push it alone onto a page of its own (Qt's rich
+    text cannot keep a paragraph with the one before it)."""
+    return (f'<p class="kicker">{esc(what)} &nbsp;<span class="made">· made by RLAnything {esc(version())} '
+            f"on {esc(now())}</span></p>")
+
+
 def badge(status) -> str:
     colour = STATUS_COLOURS.get(str(status), "#555555")
     return f'<span class="badge" style="background-color:{colour}">&nbsp;{esc(status)}&nbsp;</span>'
@@ -104,7 +112,7 @@ def title_block(f: Facts) -> str:
     with the first chart), then notes and error in full width."""
     r = f.run
     summary = f'<div class="section" id="summary"><h2>Summary</h2>{summary_table([f])}</div>'
-    return ('<p class="kicker">RLAnything run report</p>'
+    return (kicker("RLAnything run report") +
             f"<h1>{esc(f.name)}</h1>"
             f"<p>{badge(r.get('status'))}&nbsp; run <code>{esc(r.get('id'))}</code></p>"
             '<table class="layout" cellspacing="0" cellpadding="0"><tr><td valign="top" style="border:none">'

@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import re
 from collections.abc import Callable
 from typing import Any, ClassVar
 
 from PySide6.QtCore import QEvent, QObject, Qt, Signal
+from PySide6.QtGui import QValidator
 from PySide6.QtWidgets import (QCheckBox, QComboBox, QDoubleSpinBox, QHBoxLayout, QLineEdit,
                                QSpinBox, QToolButton, QWidget)
 
@@ -21,9 +23,8 @@ from . import file_dialogs
 # QSpinBox holds a C int; a field without bounds gets the widest range it can show.
 _INT_MIN, _INT_MAX = -(2**31), 2**31 - 1
 _FLOAT_WIDE = 1e12
-# Many places so a small learning rate (1e-7) survives a round trip through the spin box; the
-# display trims trailing zeros so 0.2 still reads "0.2".
-_DECIMALS = 10
+# QDoubleSpinBox's ceiling (DBL_MAX_10_EXP + DBL_DIG): no value the engine accepts is rounded.
+_MAX_DECIMALS = 323
 # Applied only while a field is invalid: a style sheet on every input would switch all of them
 # to style-sheet rendering and change the native look of valid fields.
 INVALID_STYLE = '*[invalid="true"] { border: 1px solid #d32f2f; border-radius: 2px; }'
@@ -115,13 +116,66 @@ class IntEditor(FieldEditor):
         self.widget.setValue(int(value))
 
 
-class _TrimmedDoubleSpinBox(QDoubleSpinBox):
-    """Shows 0.2 as "0.2", not "0.2000000000"; parsing and locale stay Qt's own."""
+# A whole number as Python writes one (3e-6, -0.001, .5, 1E+3) ...
+_NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
+# ... and every text that can still become one as more is typed ("", "-", "1e", "1e-").
+_PARTIAL = re.compile(r"[+-]?\d*\.?\d*([eE][+-]?\d*)?")
+# Display precision: every decimal of up to 15 significant digits reads back exactly, and an
+# arrow step's float noise (0.2 + 0.01 = 0.21000000000000002) reads as 0.21.
+_SHOWN_DIGITS = 15
+
+
+def number_text(value: float) -> str:
+    """The shortest plain spelling of a number: 0.2, 3e-06 -> 3e-6, 15.0 -> 15."""
+    text = f"{value:.{_SHOWN_DIGITS}g}"
+    mantissa, e, exponent = text.partition("e")
+    return f"{mantissa}e{int(exponent)}" if e else mantissa
+
+
+class NumberSpinBox(QDoubleSpinBox):
+    """A float input that takes every number the engine's range may allow, in any spelling a
+    TOML file or `--set` takes (3e-6, 1e-12, -0.001), and shows it back unrounded.
+
+    QDoubleSpinBox's own parser knows neither exponents nor more places than `decimals()` and
+    drops keystrokes it cannot place: "-0.001" typed into a field whose minimum is 0 stopped at
+    "-0.00", silently 0. Here a number out of range is left as typed (Intermediate), so the
+    form reads it and the engine's `validate()` names the field and its range; the arrows still
+    step within the range, and leaving the field with an unfinished number restores the last
+    good one, as any spin box does.
+    """
+
+    def __init__(self, parent: QWidget | None = None):
+        super().__init__(parent)
+        # Qt rounds every value to `decimals` places: the most it allows keeps 1e-300 intact.
+        self.setDecimals(_MAX_DECIMALS)
+
+    def _plain(self, text: str) -> str:
+        return text.strip().replace(self.locale().decimalPoint(), ".")
+
+    def validate(self, text: str, pos: int) -> tuple[QValidator.State, str, int]:
+        plain = self._plain(text)
+        if _NUMBER.fullmatch(plain):
+            value = float(plain)
+            inside = math.isfinite(value) and self.minimum() <= value <= self.maximum()
+            state = QValidator.State.Acceptable if inside else QValidator.State.Intermediate
+        elif _PARTIAL.fullmatch(plain):
+            state = QValidator.State.Intermediate
+        else:
+            state = QValidator.State.Invalid      # a letter in a number: the keystroke is dropped
+        return state, text, pos
+
+    def valueFromText(self, text: str) -> float:
+        return float(self._plain(text))
 
     def textFromValue(self, value: float) -> str:
-        text = super().textFromValue(value)
-        point = self.locale().decimalPoint()
-        return text.rstrip("0").rstrip(point) if point in text else text
+        return number_text(value).replace(".", self.locale().decimalPoint())
+
+    def typed_number(self) -> float:
+        """The number in the box as typed, in range or not; ValueError while it is not one yet."""
+        plain = self._plain(self.text())
+        if not _NUMBER.fullmatch(plain):
+            raise ValueError("must be a number, e.g. 0.5 or 3e-6")
+        return float(plain)
 
 
 def _float_step(default: Any, lo: float, hi: float) -> float:
@@ -133,21 +187,27 @@ def _float_step(default: Any, lo: float, hi: float) -> float:
 
 
 class FloatEditor(FieldEditor):
-    widget: _TrimmedDoubleSpinBox
+    widget: NumberSpinBox
 
     def __init__(self, key: str, f: dataclasses.Field):
-        w = _TrimmedDoubleSpinBox()
+        w = NumberSpinBox()
         meta = f.metadata
         lo, hi = float(meta.get("min", -_FLOAT_WIDE)), float(meta.get("max", _FLOAT_WIDE))
-        w.setDecimals(_DECIMALS)  # before setRange: Qt rounds the range to the decimals
         w.setRange(lo, hi)
         w.setSingleStep(_float_step(field_default(f), lo, hi))
         w.setGroupSeparatorShown(False)
         super().__init__(key, f, w)
         w.valueChanged.connect(self.changed)
+        # Typing too: a number out of range or half typed never becomes the box's value, yet the
+        # form must revalidate to say why it is not taken. textEdited is the user's typing only,
+        # so set_value and the arrows still signal once, through valueChanged.
+        w.lineEdit().textEdited.connect(self.changed)
+
+    def raw(self) -> str:
+        return self.widget.text()
 
     def value(self) -> float:
-        return float(self.widget.value())
+        return self.widget.typed_number()
 
     def set_value(self, value: Any) -> None:
         self.widget.setValue(float(value))

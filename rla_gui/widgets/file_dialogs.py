@@ -76,10 +76,13 @@ def _run(dialog: QtWidgets.QFileDialog) -> tuple[str, str]:
 
 
 def save_file_name(parent: QtWidgets.QWidget | None = None, caption: str = "", directory: str = "",
-                   filter: str = "") -> tuple[str, str]:
+                   filter: str = "", selected_filter: str = "") -> tuple[str, str]:
     """(path, the chosen filter), or ("", "") when cancelled; asks before overwriting."""
     dialog = _dialog(parent, caption, directory, filter, QtWidgets.QFileDialog.FileMode.AnyFile)
     dialog.setAcceptMode(QtWidgets.QFileDialog.AcceptMode.AcceptSave)
+    if selected_filter:
+        dialog.selectNameFilter(selected_filter)
+        dialog.selectFile(Path(directory).name)      # choosing a filter may have rewritten the name
     return _run(dialog)
 
 

@@ -156,12 +156,19 @@ class MetricPlot(pg.PlotWidget):
             curve.drawn = None
 
     def reset(self) -> None:
+        """Nothing of the old run stays: its curves, markers and read-out go, and the view
+        auto-ranges again from a neutral range (an empty plot has nothing to auto-range to and
+        would keep showing the old run's axes)."""
         self._drawn_state = None
         for curve in self.curves.values():
             curve.drawn = None
             curve.raw.setData([], [])
             curve.line.setData([], [])
         self.set_markers([])
+        self.readout.hide()
+        vb = self.plotItem.vb
+        vb.setRange(xRange=(0, 1), yRange=(0, 1), padding=0, disableAutoRange=False)
+        vb.enableAutoRange()
 
     # -- event markers ---------------------------------------------------------------------
     def set_markers(self, events: list[tuple[int, str]]) -> None:
@@ -171,6 +178,10 @@ class MetricPlot(pg.PlotWidget):
         self.markers.add(events)
 
     # -- hover read-out ----------------------------------------------------------------------
+    def leaveEvent(self, ev) -> None:
+        super().leaveEvent(ev)
+        self.readout.hide()      # no move comes once the mouse is off the widget
+
     def _describe(self, x: float) -> str | None:
         lines, x_at = [], None
         for key, curve in self.curves.items():

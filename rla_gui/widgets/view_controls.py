@@ -23,6 +23,11 @@ class ViewControls(QtWidgets.QWidget):
         self.smoothing.setValue(DEFAULT_SMOOTHING)
         self.smoothing.setFixedWidth(140)
         self.smoothing.setToolTip("Exponential moving average of each curve; the raw values stay faint behind it")
+        # the slider alone gives no number: the weight it stands for is shown beside it
+        self.smoothing_value = QtWidgets.QLabel()
+        self.smoothing_value.setMinimumWidth(self.smoothing_value.fontMetrics().horizontalAdvance("0.00 "))
+        self.smoothing.valueChanged.connect(self._show_smoothing)
+        self._show_smoothing()
         self.log_y = QtWidgets.QCheckBox(log_y_label)
         for signal in (self.x_axis_box.currentIndexChanged, self.smoothing.valueChanged, self.log_y.toggled):
             signal.connect(self.changed)
@@ -33,6 +38,7 @@ class ViewControls(QtWidgets.QWidget):
         bar.addSpacing(16)
         bar.addWidget(QtWidgets.QLabel("smoothing"))
         bar.addWidget(self.smoothing)
+        bar.addWidget(self.smoothing_value)
         bar.addSpacing(16)
         bar.addWidget(self.log_y)
         bar.addStretch(1)
@@ -42,6 +48,10 @@ class ViewControls(QtWidgets.QWidget):
 
     def smoothing_weight(self) -> float:
         return self.smoothing.value() / 100
+
+    def _show_smoothing(self) -> None:
+        weight = self.smoothing_weight()
+        self.smoothing_value.setText(f"{weight:.2f}" if weight else "off")
 
     def save_state(self, settings: QtCore.QSettings, group: str) -> None:
         settings.setValue(f"{group}/x_axis", self.x_axis())

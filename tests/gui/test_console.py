@@ -9,7 +9,6 @@ import textwrap
 import pytest
 from PySide6 import QtCore
 
-from rla_engine.ablation.arms import AblationSpec
 from rla_engine.config import build
 from rla_engine import metrics
 from rla_engine.paths import checkpoints_dir, log_path
@@ -109,25 +108,6 @@ def test_start_watch_pause_override_resume_stop(window, drive, qtbot):
         return run_id
 
     drive(scenario(), timeout=180)
-
-
-def test_an_ablation_started_from_the_form_opens_its_group_as_a_comparison(window, drive, qtbot):
-    async def scenario():
-        form = window.run_form
-        form.load_config(build(preset="tiny").to_dict(), "tiny")
-        form.ask_ablation = lambda: AblationSpec([0], 900, ["outcome", "full"], 2)
-        qtbot.mouseClick(form.ablation_button, QtCore.Qt.MouseButton.LeftButton)
-        await until(lambda: (window.session.run_id or "").endswith(".outcome.s0"), what="its first run shown")
-        await until(lambda: window.comparisons, timeout=120, what="the group opened as a comparison")
-        return window.comparisons[-1]
-    cmp = drive(scenario(), timeout=180)
-    store = open_store(window.db_path)
-    runs = store.list_runs()
-    assert sorted(r["name"] for r, _ in cmp.runs) == ["full · seed 0", "outcome · seed 0"]
-    assert {r["group_id"] for r in runs} == {cmp.runs[0][0]["group_id"]} and len(runs) == 2
-    assert all(r["status"] == "completed" and r["preset"] == "tiny" for r in runs)
-    assert all(store.series(r["id"], metrics.ENV_STEPS)[1][-1] >= 900 for r in runs)
-    assert "judge.train" in cmp.differing and "policy.lam" in cmp.differing
 
 
 def test_reattach_to_a_run_started_from_the_terminal(window, drive, qtbot):

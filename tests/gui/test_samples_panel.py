@@ -152,8 +152,8 @@ def test_selecting_a_trajectory_and_a_step_shows_verdicts_and_reasoning(window, 
     assert "step 1  −1 −1 −1  oracle −1\n4 × 6 = 28\nobservation:\nwrong" in text
     assert panel.reasoning.toPlainText() == ""
     panel.select_step(0, 0)
-    assert panel.reasoning.toPlainText().startswith("turn 1 · step 1 · verdicts −1 −1 −1\n\njudge 1 (−1):\n"
-                                                    f"wrong product #0 {MARKUP}")
+    assert panel.reasoning.toPlainText().startswith("turn 1 · step 1 · verdicts −1 −1 −1\n\n"
+                                                    f"judge 1 (−1 = step wrong):\nwrong product #0 {MARKUP}")
     assert len(panel.dialogue.extraSelections()) == 1          # the selected step is tinted
 
     panel.trajectories.setCurrentRow(0)
@@ -168,8 +168,9 @@ def test_selecting_a_trajectory_and_a_step_shows_verdicts_and_reasoning(window, 
     cur = panel.dialogue.textCursor()
     cur.setPosition(start + 12)
     panel.dialogue.setTextCursor(cur)
-    assert panel.reasoning.toPlainText().startswith("turn 1 · step 2 · verdicts +1 −1 0\n\njudge 1 (+1):\n")
-    assert "judge 3 (0):" in panel.reasoning.toPlainText()
+    assert panel.reasoning.toPlainText().startswith("turn 1 · step 2 · verdicts +1 −1 0\n\n"
+                                                    "judge 1 (+1 = step right):\n")
+    assert "judge 3 (0 = unreadable):" in panel.reasoning.toPlainText()
 
 
 def test_markup_in_model_text_is_shown_literally(window, drive):
