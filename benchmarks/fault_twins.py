@@ -28,8 +28,15 @@ def _conn(db: Path) -> sqlite3.Connection:
     return sqlite3.connect(db, timeout=60)
 
 
+def _own_folder(folder: Path) -> Path:
+    """A database in a folder of its own: two databases' runs named "twin" in one folder would share
+    checkpoints/twin, which the second is refused (the folder holds another database's files)."""
+    folder.mkdir()
+    return folder / "h.db"
+
+
 def _reference(root: Path, seed: int) -> dict:
-    db = root / f"ref-{seed}.db"
+    db = _own_folder(root / f"ref-{seed}")
     assert rla(db, "run", *tiny(), "--iterations", str(ITERATIONS), "--seed", str(seed), "--run-id", "twin",
                ).returncode == 0
     assert rla(db, "resume", "twin", "--iterations", str(MORE)).returncode == 0
@@ -45,7 +52,7 @@ def twin_starts(root: Path, trials: int, v: Verdict) -> tuple[int, int]:
     refs = {seed: _reference(root, seed) for seed in (0, 1)}
     held = 0
     for i in range(trials):
-        db = root / f"start-{i}.db"
+        db = _own_folder(root / f"start-{i}")
         engines = {seed: Engine(db, "run", *tiny(), "--iterations", str(ITERATIONS), "--seed", str(seed),
                                 "--run-id", "twin") for seed in (0, 1)}
         codes = {seed: e.wait(timeout=300) for seed, e in engines.items()}
@@ -68,7 +75,7 @@ def twin_starts(root: Path, trials: int, v: Verdict) -> tuple[int, int]:
 def twin_resumes(root: Path, trials: int, v: Verdict) -> tuple[int, int]:
     held = 0
     for i in range(trials):
-        db = root / f"resume-{i}.db"
+        db = _own_folder(root / f"resume-{i}")
         assert rla(db, "run", *tiny(), "--iterations", "3", "--run-id", "r").returncode == 0
         with _conn(db) as c:
             c.execute("UPDATE runs SET status = 'crashed' WHERE id = 'r'")
@@ -95,7 +102,8 @@ def twin_resumes(root: Path, trials: int, v: Verdict) -> tuple[int, int]:
 def twin_ablations(root: Path, trials: int, v: Verdict) -> tuple[int, int]:
     held = 0
     for i in range(trials):
-        db, out = root / f"ablate-{i}.db", root / f"ablate-{i}.md"
+        db = _own_folder(root / f"ablate-{i}")
+        out = db.parent / "ablate.md"
         args = ("ablate", "--preset", "tiny", "--seeds", "0", "--budget", "300", "--arms", "outcome",
                 "--out", str(out))
         engines = [Engine(db, *args) for _ in range(2)]
