@@ -332,7 +332,11 @@ def main(argv: list[str] | None = None) -> int:
     try:
         a = _parser().parse_args(argv)
         return COMMANDS[a.command](a)
-    except (ConfigError, InputError, StoreError) as e:
+    except StoreError as e:
+        hint = f" ({e.hint})" if e.hint else ""
+        print(f"rla: {_one_line(e)}{hint}", file=sys.stderr)
+        return 2
+    except (ConfigError, InputError) as e:
         print(f"rla: {_one_line(e)}", file=sys.stderr)
         return 2
     except ExecutorError as e:                # the cluster could not start the run's workers

@@ -52,6 +52,7 @@ class MainWindow(QtWidgets.QMainWindow):
         super().__init__()
         self.settings = settings or QtCore.QSettings()
         apply_plot_theme()
+        file_dialogs.guard_pyqtgraph_exports()
         self.controller = ConsoleController(db_path, self)
         session = self.controller.session
         self.dashboard = DashboardPanel(session)

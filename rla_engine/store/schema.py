@@ -23,7 +23,13 @@ FTS_COLUMNS = ("name", "notes", "tags")
 
 
 class StoreError(RuntimeError):
-    """A database that cannot be used; the message says which file and why."""
+    """A database that cannot be used; the message says which file and why. `hint` is what to do
+    about it at the command line ("name a new path with --db"): the CLI adds it, the console,
+    which has no --db, does not."""
+
+    def __init__(self, message: str, *, hint: str = ""):
+        super().__init__(message)
+        self.hint = hint
 
 
 class WriteError(StoreError):
@@ -43,7 +49,7 @@ _REASONS = {
     "SQLITE_BUSY": "another process holds its write lock",
     "SQLITE_LOCKED": "another connection holds its write lock",
     "SQLITE_CORRUPT": "the file is damaged",
-    "SQLITE_NOTADB": "it is not an SQLite database (name a new path with --db)",
+    "SQLITE_NOTADB": "it is not an SQLite database",
     "SQLITE_PERM": "permission denied",
 }
 
@@ -219,8 +225,8 @@ def _check_not_empty(path: Path) -> None:
     except OSError as e:
         raise StoreError(f"cannot read database {path}: {e.strerror}") from None
     if size == 0:
-        raise StoreError(f"{path} is an empty file, not an RLAnything database "
-                         "(remove it, or name a new path with --db)")
+        raise StoreError(f"{path} is an empty file, not an RLAnything database",
+                         hint="remove it, or name a new path with --db")
 
 
 def _create(path: Path) -> None:
@@ -259,8 +265,8 @@ class _OpenError(StoreError):
     """SQLite could not open or read the file (as opposed to: it is not one of ours)."""
 
     def __init__(self, message: str, cause: sqlite3.Error | None = None):
-        super().__init__(message)
         name = getattr(cause, "sqlite_errorname", "") or ""
+        super().__init__(message, hint="name a new path with --db" if name == "SQLITE_NOTADB" else "")
         # a file this process may read but not write next to: not a lock, not damage
         self.cannot_write = name.startswith(("SQLITE_IOERR", "SQLITE_CANTOPEN", "SQLITE_READONLY", "SQLITE_FULL"))
 

@@ -23,6 +23,9 @@ from ..widgets.readout import HoverReadout, add_legend
 from ..widgets.view_controls import ViewControls
 
 MAX_TITLE_NAMES = 2
+# tall enough that a read-out of six runs and a legend of two rows leave the curves room; when the
+# window is smaller the panels scroll rather than squeeze the plots to a strip
+PLOT_MIN_HEIGHT = 260
 
 
 def summarise(data: RunData, run: dict) -> dict[str, float | int | None]:
@@ -73,7 +76,7 @@ class ComparePlot(pg.PlotWidget):
         self.panel = panel
         self.plotItem.setTitle(panel.title)
         self.plotItem.showGrid(x=False, y=False)
-        self.setMinimumHeight(130)
+        self.setMinimumHeight(PLOT_MIN_HEIGHT)
         add_legend(self.plotItem)
         self.key_box = QtWidgets.QComboBox()
         self.key_box.addItems(panel.keys + (panel.band or ()))
@@ -138,8 +141,12 @@ class ComparisonPanel(QtWidgets.QWidget):
             grid.addLayout(box, i // 2, i % 2, 1, 2 if plot.panel is LOSSES else 1)
         for row, stretch in enumerate((3, 3, 2)):
             grid.setRowStretch(row, stretch)
-        charts = QtWidgets.QWidget()
-        charts.setLayout(grid)
+        inner = QtWidgets.QWidget()
+        inner.setLayout(grid)
+        charts = QtWidgets.QScrollArea()
+        charts.setWidgetResizable(True)
+        charts.setFrameShape(QtWidgets.QFrame.Shape.NoFrame)
+        charts.setWidget(inner)
         self.config_table = QtWidgets.QTableWidget()
         self.only_diff = QtWidgets.QCheckBox("only the fields that differ")
         self.only_diff.setChecked(True)

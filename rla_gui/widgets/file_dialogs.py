@@ -13,11 +13,14 @@ console's connection goes on reading the unlinked ones and never sees a new row 
 starts never appears; SQLite's "How To Corrupt" §2.2). So the console uses Qt's own dialog,
 with an icon provider that goes by the name alone.
 
-The functions mirror QFileDialog's static ones (same arguments, same results).
+The functions mirror QFileDialog's static ones (same arguments, same results). pyqtgraph's own
+right-click Export… makes its dialog from `pyqtgraph.exporters.Exporter.FileDialog`;
+`guard_pyqtgraph_exports` points that at `SafeFileDialog`.
 """
 from __future__ import annotations
 
 import functools
+import importlib
 from pathlib import Path
 
 from PySide6 import QtCore, QtGui, QtWidgets
@@ -44,6 +47,22 @@ class NameOnlyIconProvider(QtWidgets.QFileIconProvider):
 def _provider() -> NameOnlyIconProvider:
     # one for the process: a dialog does not own its provider, which must outlive it
     return NameOnlyIconProvider()
+
+
+class SafeFileDialog(QtWidgets.QFileDialog):
+    """A QFileDialog that lists folders by name only (for code that builds its own dialog)."""
+
+    def __init__(self, *args):
+        super().__init__(*args)
+        self.setOption(QtWidgets.QFileDialog.Option.DontUseNativeDialog)
+        self.setIconProvider(_provider())
+
+
+def guard_pyqtgraph_exports() -> None:
+    """A plot's right-click Export… (pyqtgraph's exporters) gets a SafeFileDialog: it opens in the
+    last export folder, often the database's."""
+    # the module, not its class of the same name (which `import … as` would give)
+    importlib.import_module("pyqtgraph.exporters.Exporter").FileDialog = SafeFileDialog
 
 
 def _dialog(parent: QtWidgets.QWidget | None, caption: str, directory: str, filter: str,

@@ -113,10 +113,19 @@ class HoverReadout:
         self.item.setZValue(100)
         self.plot_item.addItem(self.item, ignoreBounds=True)
         self.item.hide()
+        self._at: QtCore.QPointF | None = None
         plot.scene().sigMouseMoved.connect(self._hover)
+        # the text sits in data coordinates: when the view re-ranges under a still mouse (live
+        # data, auto-range after an x-axis change) it is placed again, not carried off the plot
+        self.plot_item.vb.sigRangeChanged.connect(self._replace)
 
     def hide(self) -> None:
         self.item.hide()
+        self._at = None
+
+    def _replace(self, *_) -> None:
+        if self._at is not None and self.item.isVisible():
+            self._hover(self._at)
 
     def _hover(self, pos: QtCore.QPointF) -> None:
         vb = self.plot_item.vb
@@ -127,6 +136,7 @@ class HoverReadout:
         if text is None:
             self.hide()
             return
+        self._at = QtCore.QPointF(pos)
         self.item.setText(text)
         self.item.setPos(vb.mapSceneToView(self._corner(pos)))
         # setVisible, not show(): TextItem fits its pixel scale to the view in its Python

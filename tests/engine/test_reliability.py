@@ -345,7 +345,8 @@ def test_a_file_that_is_not_sqlite_is_never_turned_into_a_database(tmp_path):
     text.write_text("my notes")
     assert "empty file" in one_line_error(rla("runs", db=empty))
     assert "empty file" in one_line_error(rla("run", *TINY, "--iterations", "1", db=empty))
-    assert "not an SQLite database" in one_line_error(rla("runs", db=text))
+    notadb = one_line_error(rla("runs", db=text))
+    assert "not an SQLite database" in notadb and "name a new path with --db" in notadb
     assert empty.read_bytes() == b"" and text.read_text() == "my notes"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["empty.db", "notes.txt"]
 

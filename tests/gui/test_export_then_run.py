@@ -98,6 +98,30 @@ def test_the_consoles_file_dialog_leaves_the_database_locks_alone(qtbot, tmp_pat
     store.close()
 
 
+@pytest.mark.skipif(not Path("/proc/locks").exists(), reason="reads /proc/locks")
+def test_a_plots_right_click_export_leaves_the_database_locks_alone(qtbot, tmp_path, window):
+    """pyqtgraph's own Export… (a plot's context menu) builds its dialog itself, in the folder it
+    last exported to: here the database's."""
+    import importlib
+
+    import pyqtgraph.exporters
+    pyqtgraph_exporter = importlib.import_module("pyqtgraph.exporters.Exporter")
+    qtbot.waitUntil(lambda: bool(window.history.model.rows))      # the console has read its database
+    shm = Path(f"{window.db_path}-shm")
+    before = posix_locks(window.db_path) + posix_locks(shm)
+    assert before
+    pyqtgraph_exporter.LastExportDirectory = str(tmp_path)
+    exporter = pyqtgraph.exporters.ImageExporter(window.dashboard.policy.plotItem)
+    exporter.export()                                # no file name: pyqtgraph asks for one
+    dialog = exporter.fileDialog
+    try:
+        qtbot.waitUntil(lambda: dialog.isVisible() and dialog.directory().absolutePath() == str(tmp_path))
+        qtbot.wait(1000)                             # the folder is listed (and, before, sniffed)
+        assert posix_locks(window.db_path) + posix_locks(shm) == before
+    finally:
+        dialog.reject()
+
+
 def test_a_run_started_after_an_html_export_is_seen_starting_listed_drawn_and_finished(window, drive, qtbot,
                                                                                        tmp_path):
     bar = window.statusBar()

@@ -6,7 +6,7 @@ from PySide6.QtTest import QTest
 
 from rla_gui.widgets.ablation_dialog import AblationDialog
 
-from person import Key, Person, close_console, drag_slider, open_console, until
+from person import Key, Person, close_console, drag_slider, open_console, pause, until
 
 ARMS = ("outcome", "full")
 
@@ -59,6 +59,7 @@ def test_ablation_from_its_dialog_to_an_exported_comparison(qtbot, tmp_path, dri
                   for c in range(table.columnCount()) if table.item(r, c)]
         assert counts and all("." not in c for c in counts), counts
         cmp.tabs.setCurrentIndex(0)
+        await pause(0.3)                           # the panels are laid out, as on a screen
         # 7. smoothing: the slider shows its weight
         drag_slider(cmp.view.smoothing, 60)
         assert cmp.view.smoothing_value.text() not in ("", "off")
@@ -69,6 +70,11 @@ def test_ablation_from_its_dialog_to_an_exported_comparison(qtbot, tmp_path, dri
         plot = cmp.plots[0]
         me.hover(plot, 0.98)
         assert plot.readout.item.isVisible()
+        vb = plot.plotItem.vb
+        size = f"{vb.width():.0f} × {vb.height():.0f} px in a {win.width()} × {win.height()} window"
+        assert plot.plotItem.vb.height() >= 120 and plot.plotItem.vb.width() >= 200, f"the plot is {size}"
+        assert plot.plotItem.vb.sceneBoundingRect().contains(plot.readout.item.sceneBoundingRect()), \
+            f"the read-out is cut off at the plot's edge ({size})"
         me.leave(plot)
         assert not plot.readout.item.isVisible()
         # 10. File ▸ Export… exports the comparison in view, under a comparison's name

@@ -85,6 +85,7 @@ def test_open_a_file_that_is_no_database_and_carry_on(qtbot, tmp_path, drive):
                     "the refusal dialog")
         box = next(d for d in me.dialogs() if d.windowTitle() == "Cannot open the database")
         assert "notes.txt" in box.text() and "not an SQLite database" in box.informativeText()
+        assert "--db" not in box.informativeText()        # the console has no --db: no CLI advice
         assert me.title() == title
         assert me.history_row("kept")
         # 4. closed, the console carries on with the old database: open the run
