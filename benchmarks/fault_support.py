@@ -35,9 +35,9 @@ LOCK_TEXT = re.compile(r"database is locked|database table is locked|SQLITE_BUSY
                        re.I)
 PROGRESS = re.compile(r"^it\s+(\d+)/\d+")
 TMP_NAME = re.compile(r"^\.it-\d+\.pt\.tmp$")
-TIMING_PREFIX = "perf/"     # rla_engine.metrics.TIMING_PREFIX, read below when importable
+MACHINE_PREFIXES = ("perf/", "sys/")     # rla_engine.metrics.MACHINE_PREFIXES, read below when importable
 try:
-    from rla_engine.metrics import TIMING_PREFIX
+    from rla_engine.metrics import MACHINE_PREFIXES
 except Exception:   # the harness must report a broken engine, not die importing it
     pass
 
@@ -269,9 +269,11 @@ def half_iterations(conn: sqlite3.Connection, run_id: str, since: int = -1) -> l
 
 
 def comparable(conn: sqlite3.Connection, run_id: str) -> dict[tuple[int, str], float]:
+    """The run's metrics but the machine's measurements (timings, system load): what a rerun repeats."""
+    skip = "".join(" AND key NOT LIKE ?" for _ in MACHINE_PREFIXES)
     return {(it, k): v for it, k, v in conn.execute(
-        "SELECT iteration, key, value FROM metrics WHERE run_id = ? AND key NOT LIKE ?",
-        [run_id, TIMING_PREFIX + "%"])}
+        f"SELECT iteration, key, value FROM metrics WHERE run_id = ?{skip}",
+        [run_id, *(prefix + "%" for prefix in MACHINE_PREFIXES)])}
 
 
 def compare(ref: dict, got: dict) -> tuple[int, int, str]:

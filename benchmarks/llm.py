@@ -15,7 +15,7 @@ with gradient accumulation; outcome-only reward (the boxed answer right → 1, e
 the CPU with torch.set_num_threads(T) unless --device/--dtype say otherwise. Each side gets its own
 copy of the model (loaded from the same source) and its own AdamW (lr 1e-6, constant).
 - ours: a step is `generation.sample(copies=G)` + reward + `LLMBackend._ppo` (the engine's update:
-  log π_old by a no-grad pass where ppo_update takes one, then per micro-batch token_logprobs
+  log π_old by a no-grad pass where ppo_update takes one, then per micro-batch token_scores
   forward + PPO-clip/k3-KL loss + backward, then grad-norm clip and AdamW step); advantages are
   random ±1 balanced per group and z-scored (a random model never gets its answers right; the cost
   does not depend on the values).

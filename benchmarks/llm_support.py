@@ -116,12 +116,12 @@ class OptimizerMeter:
 
 
 class ScoringMeter:
-    """Seconds in the engine's `token_logprobs` as LLMBackend calls it, split into the no-grad
+    """Seconds in the engine's `token_scores` as LLMBackend calls it, split into the no-grad
     old-log-probability pass and the forward passes that build the graph."""
 
     def __init__(self, device: torch.device):
         self.old = self.forward = 0.0
-        inner = llm_backend.token_logprobs
+        inner = llm_backend.token_scores
 
         def scored(*args, **kwargs):
             t0 = now(device)
@@ -132,7 +132,7 @@ class ScoringMeter:
             else:
                 self.old += dt
             return out
-        llm_backend.token_logprobs = scored
+        llm_backend.token_scores = scored
 
     def reset(self) -> None:
         self.old = self.forward = 0.0

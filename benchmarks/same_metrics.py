@@ -4,9 +4,11 @@ the same metrics before and after a change that claims not to change behaviour.
     .venv/bin/python benchmarks/same_metrics.py record   # once, on the tree before the change
     .venv/bin/python benchmarks/same_metrics.py check    # after it: exit 1 and the keys that differ
 
-Every stored metric except `perf/*` (timings) is compared at full precision: one SHA-256 per key
-over its (iteration, value) pairs, and the final value of each key for a readable diff. The record
-lives in benchmarks/data/; `--iterations` shortens the run (the record notes how many it used).
+Every stored metric except the machine's measurements (`perf/*` timings, `sys/*` load) is compared
+at full precision: one SHA-256 per key over its (iteration, value) pairs, and the final value of
+each key for a readable diff. A key the record lacks is listed as new and differs from nothing (a
+change may add keys); every recorded key must be there, equal. The record lives in
+benchmarks/data/; `--iterations` shortens the run (the record notes how many it used).
 """
 from __future__ import annotations
 
@@ -18,6 +20,8 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+
+from rla_engine.metrics import is_machine_key
 
 ROOT = Path(__file__).resolve().parent.parent
 RECORD = ROOT / "benchmarks" / "data" / "quickstart-seed7.json"
@@ -36,11 +40,12 @@ def fingerprint(iterations: int | None) -> dict:
             raise SystemExit(f"same_metrics: the run failed ({res.returncode}):\n"
                              f"{res.stdout[-2000:]}{res.stderr[-2000:]}")
         con = sqlite3.connect(db)
-        rows = con.execute("SELECT key, iteration, value FROM metrics WHERE key NOT LIKE 'perf/%' "
-                           "ORDER BY key, iteration").fetchall()
+        rows = con.execute("SELECT key, iteration, value FROM metrics ORDER BY key, iteration").fetchall()
         con.close()
     keys: dict[str, dict] = {}
     for key, it, value in rows:
+        if is_machine_key(key):
+            continue
         k = keys.setdefault(key, {"hash": hashlib.sha256(), "n": 0, "last": None})
         k["hash"].update(f"{it}:{value!r};".encode())
         k["n"] += 1
@@ -63,16 +68,19 @@ def main() -> int:
     then = json.loads(RECORD.read_text())
     if then["iterations"] != now["iterations"]:
         raise SystemExit(f"same_metrics: the record is of {then['iterations']} iterations; run check with the same")
-    differ = sorted(k for k in then["keys"].keys() | now["keys"].keys()
-                    if then["keys"].get(k, {}).get("sha256") != now["keys"].get(k, {}).get("sha256"))
-    values = sum(k["n"] for k in now["keys"].values())
+    new = sorted(now["keys"].keys() - then["keys"].keys())
+    differ = sorted(k for k in then["keys"]
+                    if then["keys"][k].get("sha256") != now["keys"].get(k, {}).get("sha256"))
+    values = sum(now["keys"][k]["n"] for k in then["keys"] if k in now["keys"])
+    if new:
+        print(f"new (not in the record, not compared): {', '.join(new)}")
     if differ:
         for k in differ[:20]:
             was, is_now = then["keys"].get(k, {}).get("last"), now["keys"].get(k, {}).get("last")
             print(f"differs: {k}: recorded {was!r}, now {is_now!r}")
         print(f"{len(differ)} of {len(then['keys'])} keys differ")
         return 1
-    print(f"same: {len(now['keys'])} keys, {values:,} values equal to the record (perf/* excluded)")
+    print(f"same: {len(then['keys'])} keys, {values:,} values equal to the record (perf/*, sys/* excluded)")
     return 0
 
 

@@ -29,6 +29,7 @@ import torch
 from ray.cluster_utils import Cluster
 
 from rla_engine.config import build
+from rla_engine.metrics import is_machine_key
 from rla_engine.loop.trainer import Trainer
 from rla_engine.vocabulary import EventKind
 
@@ -91,7 +92,7 @@ def fault(state: dict, n: int) -> dict:
                 t0 = time.perf_counter()
                 r = tr.step()
                 times.append(time.perf_counter() - t0)
-                values.append({k: v for k, v in r.metrics.items() if not k.startswith("perf/")})
+                values.append({k: v for k, v in r.metrics.items() if not is_machine_key(k)})
                 events += r.events
         finally:
             tr.close()

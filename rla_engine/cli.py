@@ -14,9 +14,10 @@ from pathlib import Path
 
 from . import metrics
 from .ablation.arms import ARMS
+from .alerts import describe, open_alerts
 from .config import ConfigError, build, preset_description, preset_names
 from .errors import ExecutorError, InputError
-from .export import DATA_FORMATS
+from .export import DATA_FORMATS, FORMATS
 from .export.bundles import read_bundles
 from .export.command import PROG, run_export, terminate_as_interrupt
 from .export.renderer import MISSING, renderer_command
@@ -27,7 +28,7 @@ from .paths import RunBusy, UnsafeRunId, check_run_id, default_db_path, lock_gro
 from .store import StoreError, new_run_id, open_store
 from .summary import SUMMARY_KEYS, run_duration
 from .text import json_safe, printable, shown
-from .vocabulary import EventKind, TaskStatus
+from .vocabulary import LIVE, EventKind, TaskStatus
 
 
 RENDERER_GRACE_S = 30.0    # an interrupted HTML/PDF renderer's time to remove its temporary file
@@ -90,12 +91,16 @@ def _parser() -> argparse.ArgumentParser:
     show.add_argument("--json", action="store_true")
     sub.add_parser("presets", help="list presets")
     exp = sub.add_parser("export", help="export runs: an HTML/PDF report (several runs: a comparison) "
-                                        "or CSV/JSON data")
+                                        "or CSV/Parquet/JSON data")
     exp.add_argument("run_ids", nargs="+", metavar="RUN_ID")
-    exp.add_argument("--format", required=True, choices=("html", "pdf", "csv", "json"))
-    exp.add_argument("--out", required=True, help="output file; CSV also writes OUT.events.csv "
-                                                  "(OUT.csv -> OUT.events.csv)")
+    exp.add_argument("--format", required=True, choices=FORMATS)
+    exp.add_argument("--out", required=True, help="output file; CSV and Parquet also write the events "
+                                                  "beside it (OUT.csv -> OUT.events.csv, "
+                                                  "OUT.parquet -> OUT.events.parquet)")
     exp.add_argument("--force", action="store_true", help="overwrite existing files")
+    exp.add_argument("--chart", action="append", default=[], metavar="KEY[,KEY…]",
+                     help="HTML/PDF: add a chart of these metric keys (repeat for several), as the console's "
+                          "Add chart… does")
     imp = sub.add_parser("import", help="import runs from a JSON export into this database")
     imp.add_argument("file")
     imp.add_argument("--as", dest="as_id", metavar="RUN_ID", help="store the (single) run under this id")
@@ -240,7 +245,10 @@ def cmd_show(a) -> int:
     info = {"run": {k: v for k, v in run.items() if k not in ("config_json", "pid_start")},
             "config": config, "latest": store.latest_metrics(run_id),
             "pool": store.tasks(run_id, statuses=[TaskStatus.ACTIVE, TaskStatus.PENDING]),
-            "events": store.events(run_id)[-20:], "unreadable_rows": store.damage_counts(run_id)}
+            "events": store.events(run_id)[-20:], "unreadable_rows": store.damage_counts(run_id),
+            # what is active now, or was when the run ended (its end clears every alert)
+            "alerts": open_alerts(store.events(run_id, kinds=[EventKind.ALERT, EventKind.RESUMED_FROM_CHECKPOINT]),
+                                  at_end=True)}
     if a.json:
         print(json.dumps(json_safe(info), indent=2, allow_nan=False))
         return 0
@@ -257,6 +265,9 @@ def cmd_show(a) -> int:
             config_error and f"  config: {printable(config_error)}"):
         if line:
             print(line)
+    ended = "" if run["status"] in LIVE else " (active when the run ended)"
+    for alert in info["alerts"].values():
+        print(f"  alert{ended}: {printable(describe(alert))}")
     for k in sorted(info["latest"]):
         if not k.startswith(metrics.TIMING_PREFIX):
             v = info["latest"][k]
@@ -284,8 +295,8 @@ def cmd_presets(_a) -> int:
 
 # -- export / import ------------------------------------------------------------------------
 def cmd_export(a) -> int:
-    """CSV and JSON are written here; HTML and PDF by the registered renderer in a subprocess (it
-    imports Qt, which this process never does), whose exit code (0 / 2 / 1) is ours."""
+    """CSV, Parquet and JSON are written here; HTML and PDF by the registered renderer in a
+    subprocess (it imports Qt, which this process never does), whose exit code (0 / 2 / 1) is ours."""
     db = Path(a.db).expanduser() if a.db else default_db_path()
     if a.format in DATA_FORMATS:
         code, line = run_export(db, a.run_ids, a.format, a.out, force=a.force)
@@ -295,7 +306,8 @@ def cmd_export(a) -> int:
     if renderer is None:
         print(f"rla: {MISSING}", file=sys.stderr)
         return 1
-    cmd = [*renderer, "--db", str(db), "--format", a.format, "--out", a.out]
+    cmd = [*renderer, "--db", str(db), "--format", a.format, "--out", a.out,
+           *(arg for keys in a.chart for arg in ("--chart", keys))]
     if a.force:
         cmd.append("--force")
     proc = subprocess.Popen([*cmd, "--", *a.run_ids])

@@ -221,6 +221,25 @@ class EngineClient:
         await self._db(Store.refresh_liveness)
         return await self._db(Store.run_summaries, keys, include_archived)
 
+    async def metric_names(self) -> list[str]:
+        """Every metric key of the database (Store.metric_names)."""
+        return await self._db(Store.metric_names)
+
+    async def config_fields(self) -> list[str]:
+        """Every dotted configuration field of the database's runs (Store.config_fields)."""
+        return await self._db(Store.config_fields)
+
+    async def flat_configs(self, run_ids: list[str] | None = None) -> dict[str, dict]:
+        return await self._db(Store.flat_configs, run_ids)
+
+    async def final_values(self, keys: list[str], run_ids: list[str] | None = None) -> dict[str, dict[str, float]]:
+        """run id → key → final value, every run in one query (Store.final_values)."""
+        return await self._db(Store.final_values, keys, run_ids)
+
+    async def best_values(self, keys: list[str], run_ids: list[str] | None = None) -> dict[str, dict[str, float]]:
+        """run id → key → best value, every run in one query (Store.best_values)."""
+        return await self._db(Store.best_values, keys, run_ids)
+
     async def latest_metrics(self, run_id: str) -> dict[str, float]:
         return await self._db(Store.latest_metrics, run_id)
 
@@ -238,26 +257,34 @@ class EngineClient:
         """Run ids whose name, notes or tags match (the database's full-text index)."""
         return await self._db(Store.search_runs, query, include_archived)
 
-    async def export(self, run_ids: list[str], fmt: str, out: Path, force: bool = False) -> str:
+    async def export(self, run_ids: list[str], fmt: str, out: Path, force: bool = False,
+                     charts: list[list[str]] | None = None, group_by: str | None = None) -> str:
         """Export runs; return the line that reports it, raise EngineError on failure. CSV and
         JSON are written on the client's export thread; HTML and PDF by the registered
-        renderer in a subprocess (Qt offscreen there, the console's loop free here)."""
+        renderer in a subprocess (Qt offscreen there, the console's loop free here), with the
+        console's added `charts` (each a list of metric keys). With `group_by` (a history column,
+        e.g. "config:policy.lam") the report compares the runs' groups by that column, as mean
+        curves with a band."""
         if fmt in DATA_FORMATS:
             code, text = await asyncio.get_running_loop().run_in_executor(
                 self._export_pool, run_export, self.db_path, run_ids, fmt, out, force)
         else:
-            code, text = await self._render(run_ids, fmt, out, force)
+            code, text = await self._render(run_ids, fmt, out, force, charts or [], group_by)
         if code != 0:
             raise EngineError(f"export failed (exit {code})", text)
         return text
 
-    async def _render(self, run_ids: list[str], fmt: str, out: Path, force: bool) -> tuple[int, str]:
+    async def _render(self, run_ids: list[str], fmt: str, out: Path, force: bool,
+                      charts: list[list[str]], group_by: str | None = None) -> tuple[int, str]:
         renderer = renderer_command(self.python)
         if renderer is None:
             return 1, MISSING
+        added = [arg for keys in charts for arg in ("--chart", ",".join(keys))]
+        if group_by:
+            added += ["--group-by", group_by]
         proc = await asyncio.create_subprocess_exec(
             *renderer, "--db", str(self.db_path), "--format", fmt, "--out", str(out),
-            *(["--force"] if force else []), "--", *run_ids,
+            *(["--force"] if force else []), *added, "--", *run_ids,
             stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT, stdin=asyncio.subprocess.DEVNULL)
         output, _ = await proc.communicate()
         return proc.returncode or 0, output.decode(errors="replace").strip()

@@ -185,6 +185,8 @@ class RunConfig:
                                  "an ablation gives every arm the same.", min=0, max=2**31 - 1)
     stale_after_s: float = _f(15.0, "A live run whose heartbeat is older than this is crashed "
                                     "(when its pid cannot be checked).", min=1.0, max=86400.0)
+    system_every_s: float = _f(5.0, "Seconds between samples of the engine's CPU %, memory and GPU load (the "
+                                    "sys/* keys), each taken at an iteration's end; 0 = off.", min=0.0, max=86400.0)
 
 
 _RAY = "Ray executor: "
@@ -226,6 +228,15 @@ class ExecutorConfig:
 
 
 @dataclass
+class AlertsConfig:
+    enabled: bool = _f(True, "Write an alert event while the loop is unhealthy as the theory says (μ ≤ 1, a "
+                             "unanimous judge, no task in band, invalid environment-model answers, a non-finite "
+                             "loss), and another when it ends (rla_engine/alerts.py).")
+    window: int = _f(20, "Iterations whose mean measure raises or clears an alert (counting only those where "
+                         "the alert's metric was measured).", min=1, max=100_000)
+
+
+@dataclass
 class Config:
     task: TaskConfig = field(default_factory=TaskConfig)
     rollout: RolloutConfig = field(default_factory=RolloutConfig)
@@ -235,6 +246,7 @@ class Config:
     eval: EvalConfig = field(default_factory=EvalConfig)
     run: RunConfig = field(default_factory=RunConfig)
     executor: ExecutorConfig = field(default_factory=ExecutorConfig)
+    alerts: AlertsConfig = field(default_factory=AlertsConfig)
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)

@@ -38,7 +38,49 @@ ENV_STEPS = "perf/env_steps"
 ITERATION_S = "perf/iteration_s"
 ENV_STEPS_PER_S = "perf/env_steps_per_s"
 
-TIMING_PREFIX = "perf/"   # never part of a determinism comparison
+# Training health (issue 21), per trained role (a frozen judge has none): an update's measures only on
+# iterations where that role trained, its trained share whenever it produced samples.
+# clip fraction: share of ratios (tokens, for a language model) outside 1 ± clip_eps, over every
+# minibatch pass of the update; approx KL: the k3 estimate against the pre-update network, the mean
+# over the update's minibatches (the policy's is loss/kl); entropy: the mean entropy of the trained
+# samples' distributions (actions, verdicts; per token) under the pre-update network; grad norm:
+# before clipping, the mean over the update's optimiser steps; trained share: samples trained on /
+# samples the role produced this iteration (steps for the policy, step-verdicts for the judge).
+POLICY_CLIP_FRACTION = "health/policy_clip_fraction"
+POLICY_APPROX_KL = "health/policy_approx_kl"
+POLICY_ENTROPY = "health/policy_entropy"
+POLICY_GRAD_NORM = "health/policy_grad_norm"
+POLICY_TRAINED_SHARE = "health/policy_trained_share"
+JUDGE_CLIP_FRACTION = "health/judge_clip_fraction"
+JUDGE_APPROX_KL = "health/judge_approx_kl"
+JUDGE_ENTROPY = "health/judge_entropy"
+JUDGE_GRAD_NORM = "health/judge_grad_norm"
+JUDGE_TRAINED_SHARE = "health/judge_trained_share"
+# language-model runs only: the policy's completions (one per turn, in tokens) of the iteration's
+# roll-outs, and the share of the judge's samples (over every judged step) with no readable verdict
+COMPLETION_LENGTH_MEAN = "health/completion_length_mean"
+COMPLETION_LENGTH_MAX = "health/completion_length_max"
+TRUNCATED_SHARE = "health/truncated_share"          # completions cut at max_new_tokens
+JUDGE_UNREADABLE_SHARE = "health/judge_unreadable_share"
+
+# The engine process and its device, sampled every few seconds (at the iteration that follows);
+# a key whose source is missing (no CUDA, no NVIDIA management library) is simply absent.
+SYS_CPU_PERCENT = "sys/cpu_percent"          # of one core: 200 = two cores busy
+SYS_RSS_MB = "sys/rss_mb"
+SYS_GPU_ALLOCATED_MB = "sys/gpu_allocated_mb"
+SYS_GPU_RESERVED_MB = "sys/gpu_reserved_mb"
+SYS_GPU_PEAK_MB = "sys/gpu_peak_mb"
+SYS_GPU_UTIL_PERCENT = "sys/gpu_util_percent"
+
+TIMING_PREFIX = "perf/"
+SYSTEM_PREFIX = "sys/"
+HEALTH_PREFIX = "health/"
+# measurements of the machine, not of the learning: never part of a determinism comparison
+MACHINE_PREFIXES = (TIMING_PREFIX, SYSTEM_PREFIX)
+
+
+def is_machine_key(key: str) -> bool:
+    return key.startswith(MACHINE_PREFIXES)
 
 
 def eval_tier_key(d: float) -> str:
@@ -66,3 +108,9 @@ ALL_FIXED = (SUCCESS, REWARD, STEP_REWARD, EPISODE_LENGTH, EVAL_SUCCESS, OUTCOME
              POSITIVE_FRACTION, DIFFICULTY_MEAN, DIFFICULTY_MIN, DIFFICULTY_MAX, ACCEPTED, REJECTED,
              PENDING, IN_BAND, LOSS_POLICY, LOSS_JUDGE, LOSS_KL, ENV_STEPS, ITERATION_S, ENV_STEPS_PER_S)
 
+
+POLICY_HEALTH = (POLICY_CLIP_FRACTION, POLICY_APPROX_KL, POLICY_ENTROPY, POLICY_GRAD_NORM, POLICY_TRAINED_SHARE)
+JUDGE_HEALTH = (JUDGE_CLIP_FRACTION, JUDGE_APPROX_KL, JUDGE_ENTROPY, JUDGE_GRAD_NORM, JUDGE_TRAINED_SHARE)
+TEXT_HEALTH = (COMPLETION_LENGTH_MEAN, COMPLETION_LENGTH_MAX, TRUNCATED_SHARE, JUDGE_UNREADABLE_SHARE)
+SYSTEM = (SYS_CPU_PERCENT, SYS_RSS_MB, SYS_GPU_ALLOCATED_MB, SYS_GPU_RESERVED_MB, SYS_GPU_PEAK_MB,
+          SYS_GPU_UTIL_PERCENT)

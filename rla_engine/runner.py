@@ -19,12 +19,14 @@ from collections.abc import Callable
 
 from . import checkpoint
 from . import metrics
+from .alerts import AlertWatcher, open_alerts
 from .loop.executor import Interrupted
 from .loop.ppo import NonFiniteError
 from .loop.trainer import IterationResult, Trainer
 from .output import say
 from .paths import PRIVATE_FILE, checkpoints_dir, claim
 from .store import EVENT_EXCERPT_CHARS, Store, open_store
+from .system_load import SystemSampler
 from .vocabulary import CommandKind, EventKind, Status
 
 HEARTBEAT_S = 1.0
@@ -79,6 +81,9 @@ class Runner:
         self.abandoned: int | None = None    # an iteration a stop cut short: its state is never saved
         self.checkpointed = trainer.iteration    # the iteration of the newest checkpoint (launch wrote it)
         self._last_peek = 0.0
+        self.alerts = AlertWatcher(self.cfg.alerts.window, self.cfg.alerts.enabled,
+                                   getattr(trainer, "alert_state", None))   # a resume's, from its checkpoint
+        self.system = SystemSampler.for_device(self.cfg.run.system_every_s, trainer.device)
         trainer.set_interrupt(self._stop_requested)
 
     # -- signals ---------------------------------------------------------------------------
@@ -132,6 +137,7 @@ class Runner:
     def _loop(self) -> int:
         tr = self.trainer
         try:
+            self._carry_over_alerts()
             while tr.iteration < self.target and not tr.budget_spent():
                 self._apply_commands()
                 while self.paused and self.stop_reason is None:
@@ -150,7 +156,11 @@ class Runner:
                     return self._finish(Status.STOPPED, {"reason": self.stop_reason or "stop",
                                                          "abandoned_iteration": n, "detail": str(e)})
                 t = time.perf_counter()
+                result.metrics.update(self.system.sample_if_due(time.monotonic()))
+                result.timings["system"] = time.perf_counter() - t
+                t = time.perf_counter()
                 self.phase = f"iteration {n} (storing it)"
+                result.events = result.events + self.alerts.observe(result.iteration, result.metrics)
                 self.store.commit_iteration(self.run_id, result.iteration, env_steps=result.env_steps,
                                             wall_s=result.wall_s, metrics=result.metrics,
                                             events=result.events, tasks=result.task_rows)
@@ -167,6 +177,8 @@ class Runner:
             self._apply_commands()   # a stop that came with the last iteration is still answered
             return self._finish(Status.COMPLETED, {"iterations": tr.iteration, "env_steps": tr.env_steps})
         except NonFiniteError as e:
+            with contextlib.suppress(Exception):    # the failure is recorded below whatever happens here
+                self._write_alerts(self.alerts.not_finite(self.committed + 1, e.quantity, e.value))
             return self._fail(f"{self.phase}: {e}", {"iteration": self.committed + 1,
                               "quantity": e.quantity, "value": str(e.value)})
         except Exception as e:   # anything else: say it, keep what was committed, exit 1
@@ -178,6 +190,7 @@ class Runner:
     def _finish(self, status: str, payload: dict) -> int:
         if self.abandoned is None:    # else the last checkpoint stands: a half-done iteration is no state
             self._checkpoint()
+        self._write_alerts(self.alerts.end(self.committed))
         self.store.end_run(self.run_id, self.committed, status, payload)
         self.out(f"run {self.run_id} {status} at iteration {self.committed}")
         return 0
@@ -193,6 +206,8 @@ class Runner:
         """Record the failure at the last committed iteration (a resume's rewind keeps it). When
         the disk is full the reserve is given up first, so that this last write has room."""
         self._record_pending_events()
+        with contextlib.suppress(Exception):    # the failure's own record comes first (a full disk)
+            self._write_alerts(self.alerts.end(self.committed))
         payload = {**payload, "last_committed_iteration": self.committed}
         for attempt in (1, 2):
             try:
@@ -212,7 +227,8 @@ class Runner:
 
     def _checkpoint(self) -> Path:
         self.phase = f"checkpoint of iteration {self.trainer.iteration}"
-        path = checkpoint.save(self.ckpt_dir, self.trainer.iteration, self.trainer.state_dict(),
+        state = {**self.trainer.state_dict(), "alerts": self.alerts.state_json()}
+        path = checkpoint.save(self.ckpt_dir, self.trainer.iteration, state,
                                self.cfg.run.keep_checkpoints, self.owner)
         self.checkpointed = self.trainer.iteration
         return path
@@ -235,6 +251,19 @@ class Runner:
                        for c in self.store.pending_commands(self.run_id))
         except Exception:   # a locked moment: the next look, or the boundary, finds it
             return False
+
+    # -- alerts ----------------------------------------------------------------------------
+    def _write_alerts(self, events: list[tuple[str, dict]]) -> None:
+        """At the last committed iteration: a resume's rewind keeps them with what they speak of."""
+        for kind, event in events:
+            self.store.add_event(self.run_id, self.committed, kind, event)
+
+    def _carry_over_alerts(self) -> None:
+        """A resumed run's active alerts that the database shows cleared (its end cleared them) are
+        raised again, with their first iteration; one still open there is not raised twice."""
+        if self.alerts.active:
+            shown = open_alerts(self.store.events(self.run_id, kinds=[EventKind.ALERT]))
+            self._write_alerts(self.alerts.carried_over(shown))
 
     # -- commands --------------------------------------------------------------------------
     def _apply_commands(self, stopping: bool = False) -> None:

@@ -75,3 +75,8 @@ def json_safe(obj: Any, depth: int = 0) -> Any:
     if isinstance(obj, bytes):
         return obj.decode("utf-8", "replace")
     return str(obj)
+
+
+def counted(n: int, noun: str) -> str:
+    """"1 seed", "2 seeds": a count with its noun (plural by an s)."""
+    return f"{n} {noun}{'' if n == 1 else 's'}"

@@ -58,6 +58,7 @@ class EventKind(StrEnum):
     HISTORY_GAP = "history_gap"                  # a resume found the database behind its checkpoint
     PLACED = "placed"                            # Ray executor: where the run's workers (or the run) are
     WORKER_RESTARTED = "worker_restarted"        # a dead Ray worker replaced, its work resubmitted
+    ALERT = "alert"                              # a health alert raised or cleared (rla_engine/alerts.py)
 
 
 class TaskStatus(StrEnum):

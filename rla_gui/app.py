@@ -87,10 +87,16 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
     window.signal_notifier = watch_signals()   # kept alive with the window
-    with loop:
-        loop.run_until_complete(closed.wait())
+    async def until_closed() -> None:
+        await closed.wait()
         if window.finished is not None:
-            loop.run_until_complete(window.finished)
+            await window.finished
+
+    # one run of the loop to the end: between two run_until_complete calls qasync's loop is not
+    # running, yet Qt still delivers the close-time work's callbacks, and a step of it then failed
+    # with "no running event loop" (seen closing with "let it run on" after a database switch)
+    with loop:
+        loop.run_until_complete(until_closed())
     return 0
 
 

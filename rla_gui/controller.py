@@ -22,10 +22,12 @@ from rla_engine.ablation.arms import AblationSpec
 from rla_engine.client import EngineClient, EngineError
 from rla_engine.config import Config
 from rla_engine.summary import SUMMARY_KEYS
+from rla_engine.text import counted
 from rla_engine.vocabulary import LIVE, RunRow
 
 from .run_data import RunData
 from .session import RunSession, check_database
+from .widgets.run_columns import ColumnValues
 
 HISTORY_EVERY_S = 2.0
 
@@ -40,6 +42,8 @@ class ConsoleController(QtCore.QObject):
     search_matched = QtCore.Signal(str, object)  # the query, the set of run ids whose text matches it
     clone_ready = QtCore.Signal(dict, str)       # a past run's config and preset, for the form
     comparison_ready = QtCore.Signal(list)       # [(run row with "config", RunData), …]
+    group_comparison_ready = QtCore.Signal(str, list)   # grouping column id, [(label, [(row, RunData), …]), …]
+    column_choices_ready = QtCore.Signal(list, list)    # the database's configuration fields, metric keys
 
     def __init__(self, db_path: Path, parent: QtCore.QObject | None = None):
         super().__init__(parent)
@@ -48,6 +52,8 @@ class ConsoleController(QtCore.QObject):
         self.session.failed.connect(self.engine_failed)
         self.session.trouble.connect(lambda text: self.message.emit(text, 10_000))
         self.include_archived = False
+        self.history_columns: list[str] = []      # History's chosen columns (ids): read with each refresh
+        self.column_values = ColumnValues()
         self.closing = False
         self._history_task: asyncio.Task | None = None
         self._workflows: set[asyncio.Task] = set()
@@ -78,6 +84,7 @@ class ConsoleController(QtCore.QObject):
             self.session.use_client(EngineClient(self.db_path))
         else:
             self.session.open(None)
+        self.column_values = ColumnValues()
         self.database_opened.emit(self.db_path)
         if self._history_task is not None:
             self._history_task.cancel()
@@ -100,7 +107,19 @@ class ConsoleController(QtCore.QObject):
             await asyncio.sleep(HISTORY_EVERY_S)
 
     async def refresh_history(self) -> None:
-        self.history_changed.emit(await self.client.run_summaries(list(SUMMARY_KEYS), self.include_archived))
+        rows = await self.client.run_summaries(list(SUMMARY_KEYS), self.include_archived)
+        if self.history_columns:
+            await self.column_values.fill(self.client, rows, self.history_columns)
+        self.history_changed.emit(rows)
+
+    def set_history_columns(self, column_ids: list[str]) -> None:
+        self.history_columns = list(column_ids)
+        self.spawn(self.refresh_history())
+
+    def column_choices(self) -> asyncio.Task:
+        async def run() -> None:
+            self.column_choices_ready.emit(await self.client.config_fields(), await self.client.metric_names())
+        return self.spawn(run())
 
     def show_archived(self, shown: bool) -> None:
         self.include_archived = shown
@@ -160,7 +179,8 @@ class ConsoleController(QtCore.QObject):
                                                             budget=plan.budget, arms=plan.arms, jobs=plan.jobs)
             self.open_run(first)
             await self.refresh_history()
-            self.message.emit(f"ablation {group} started: {len(plan.arms)} arms × {len(plan.seeds)} seeds", 8000)
+            self.message.emit(f"ablation {group} started: {counted(len(plan.arms), 'arm')} × "
+                              f"{counted(len(plan.seeds), 'seed')}", 8000)
             failure = None
             try:
                 await self.client.wait(group)
@@ -200,6 +220,31 @@ class ConsoleController(QtCore.QObject):
             self.comparison_ready.emit(await self.load_runs(run_ids))
         return self.spawn(run())
 
+    def compare_groups(self, column_id: str, groups: list[tuple[str, list[str]]]) -> asyncio.Task:
+        async def run() -> None:
+            loaded = [(label, await self.load_runs(ids)) for label, ids in groups]
+            self.group_comparison_ready.emit(column_id, [(label, runs) for label, runs in loaded if runs])
+        return self.spawn(run())
+
+    def follow_comparison(self, runs: list[tuple[dict, RunData]]) -> asyncio.Task:
+        """A comparison's live runs go on: their new rows are added to its data in place and their
+        status and iteration updated. The task's result says whether anything changed."""
+        async def run() -> bool:
+            changed = False
+            for row, data in runs:
+                if row.get("status") not in LIVE:
+                    continue
+                fresh = await self.client.run(row["id"])
+                chunk = await self.client.columns(row["id"], data.last_iteration())
+                if chunk:
+                    data.add(chunk)
+                    changed = True
+                if fresh is not None and (fresh["status"], fresh["iteration"]) != (row["status"], row["iteration"]):
+                    row.update(status=fresh["status"], iteration=fresh["iteration"], ended_at=fresh["ended_at"])
+                    changed = True
+            return changed
+        return self.spawn(run())
+
     async def load_runs(self, run_ids: list[str]) -> list[tuple[RunRow, RunData]]:
         """Each run's row (with its parsed "config") and all its columns; unknown ids are skipped."""
         runs = []
@@ -227,10 +272,11 @@ class ConsoleController(QtCore.QObject):
             self.message.emit(f"notes of {run_id} saved", 3000)
         return self.spawn(run())
 
-    def export(self, run_ids: list[str], fmt: str, path: Path, force: bool) -> asyncio.Task:
+    def export(self, run_ids: list[str], fmt: str, path: Path, force: bool,
+               charts: list[list[str]] | None = None, group_by: str | None = None) -> asyncio.Task:
         async def run() -> str:
             self.message.emit(f"exporting {len(run_ids)} run(s) to {path}…", 0)
-            text = await self.client.export(run_ids, fmt, path, force)
+            text = await self.client.export(run_ids, fmt, path, force, charts, group_by=group_by)
             self.message.emit(text.splitlines()[-1] if text else f"wrote {path}", 8000)
             return text
         return self.spawn(run())

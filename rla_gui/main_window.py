@@ -4,7 +4,10 @@ window: dialogs (file choosers, confirmations, the failure box) and where a comp
 from __future__ import annotations
 
 import asyncio
+import functools
+import hashlib
 import html
+import json
 from pathlib import Path
 from typing import ClassVar, Protocol, cast
 
@@ -15,6 +18,7 @@ from rla_engine.vocabulary import LIVE, CommandKind, Status
 
 from .controller import ConsoleController
 from .panels.comparison import ComparisonPanel
+from .panels.group_comparison import GroupComparisonPanel
 from .panels.controls import ControlsPanel
 from .panels.dashboard import DashboardPanel
 from .panels.episode_view import EpisodeViewPanel
@@ -35,6 +39,7 @@ SHORTCUTS = [("Space", "Pause / resume the open run"), ("Ctrl+N", "New run"), ("
 
 
 MORE_ITERATIONS = 100       # what "Resume a completed run" proposes to add
+FOLLOW_COMPARISONS_MS = 2000    # how often a comparison with a live run fetches its new rows
 
 
 class KeepsViewState(Protocol):
@@ -64,7 +69,7 @@ class MainWindow(QtWidgets.QMainWindow):
         self.samples = SamplesPanel(session)
         self.controls = ControlsPanel(session)
         self.status_line = StatusLine(self.statusBar(), session)
-        self.comparisons: list[ComparisonPanel] = []
+        self.comparisons: list[ComparisonPanel | GroupComparisonPanel] = []
         self.views = QtWidgets.QTabWidget()
         self.views.setDocumentMode(True)
         self.views.setTabsClosable(True)
@@ -79,6 +84,12 @@ class MainWindow(QtWidgets.QMainWindow):
         self._closing = False
         self.finished: asyncio.Future | None = None
         self.open_database(db_path)
+        # a comparison holding a live run follows it, as the dashboard follows the open run
+        self._follow_timer = QtCore.QTimer(self)
+        self._follow_timer.setInterval(FOLLOW_COMPARISONS_MS)
+        self._follow_timer.timeout.connect(self._follow_comparisons)
+        self._follow_timer.start()
+        self._following: set[int] = set()
         self.stateful: list[KeepsViewState] = [self.dashboard, self.run_form, self.history]
         for panel in self.stateful:
             panel.restore_state(self.settings)
@@ -122,7 +133,7 @@ class MainWindow(QtWidgets.QMainWindow):
         self.tabifyDockWidget(self.episode_dock, self.samples_dock)
         self.episode_dock.raise_()
         self.events_dock = self._dock("Events", self.events, bottom)
-        self.losses_dock = self._dock("Losses", self.dashboard.losses, bottom)
+        self.losses_dock = self._dock("Training health", self.dashboard.health, bottom)
         self.tabifyDockWidget(self.events_dock, self.losses_dock)
         self.events_dock.raise_()
         self.form_dock.raise_()       # a newcomer starts at the form
@@ -196,10 +207,16 @@ class MainWindow(QtWidgets.QMainWindow):
         self.samples.became_available.connect(self._samples_arrived)
         c.clone_ready.connect(self._clone_into_form)
         c.comparison_ready.connect(self.show_comparison)
+        h.columns_changed.connect(c.set_history_columns)
+        h.choices_requested.connect(c.column_choices)
+        c.column_choices_ready.connect(h.show_chooser)
+        h.group_compare_requested.connect(c.compare_groups)
+        c.group_comparison_ready.connect(self.show_group_comparison)
         c.message.connect(lambda text, ms: self.statusBar().showMessage(text, ms))
         c.engine_failed.connect(self.show_engine_failure)
         c.database_opened.connect(self._on_database)
         c.database_refused.connect(self.show_database_refused)
+        self.dashboard.charts_changed.connect(self._save_charts)
 
     # -- database, runs, comparisons -------------------------------------------------------------
     def open_database(self, path: Path) -> None:
@@ -211,6 +228,24 @@ class MainWindow(QtWidgets.QMainWindow):
         self.settings.setValue("database", str(path))
         for index in reversed(range(1, self.views.count())):     # comparisons of the old database
             self._close_view(index)
+        self.history.use_database(self.settings, path)
+        self.dashboard.set_charts(self._saved_charts())
+
+    def _charts_key(self) -> str:
+        """Added charts are remembered per database: its resolved path, hashed into a setting's name."""
+        return "charts/" + hashlib.sha256(str(self.db_path.resolve()).encode()).hexdigest()[:16]
+
+    def _saved_charts(self) -> list[list[str]]:
+        try:
+            charts = json.loads(str(self.settings.value(self._charts_key(), "[]")))
+        except ValueError:
+            return []
+        ok = isinstance(charts, list) and all(isinstance(c, list) and c and all(isinstance(k, str) for k in c)
+                                              for c in charts)
+        return charts if ok else []
+
+    def _save_charts(self) -> None:
+        self.settings.setValue(self._charts_key(), json.dumps(self.dashboard.chart_keys()))
 
     def open_run(self, run_id: str) -> None:
         self.controller.open_run(run_id)
@@ -231,9 +266,31 @@ class MainWindow(QtWidgets.QMainWindow):
         self.views.setCurrentWidget(panel)
         return panel
 
+    def show_group_comparison(self, column: str, groups: list) -> GroupComparisonPanel:
+        panel = GroupComparisonPanel(column, groups)
+        panel.restore_state(self.settings)
+        self.comparisons.append(panel)
+        self.views.addTab(panel, panel.title())
+        self.views.setTabToolTip(self.views.count() - 1, as_html(panel.windowTitle()))
+        self.views.setCurrentWidget(panel)
+        return panel
+
+    def _follow_comparisons(self) -> None:
+        for panel in self.comparisons:
+            if id(panel) in self._following or not panel.is_live():
+                continue
+            self._following.add(id(panel))
+            task = self.controller.follow_comparison(panel.runs)
+            task.add_done_callback(functools.partial(self._followed, panel))
+
+    def _followed(self, panel: ComparisonPanel | GroupComparisonPanel, task: asyncio.Task) -> None:
+        self._following.discard(id(panel))
+        if panel in self.comparisons and not task.cancelled() and task.exception() is None and task.result():
+            panel.runs_grew()
+
     def _close_view(self, index: int) -> None:
         panel = self.views.widget(index)
-        if isinstance(panel, ComparisonPanel):
+        if isinstance(panel, (ComparisonPanel, GroupComparisonPanel)):
             panel.save_state(self.settings)
             self.views.removeTab(index)
             self.comparisons.remove(panel)
@@ -250,16 +307,26 @@ class MainWindow(QtWidgets.QMainWindow):
 
     # -- dialogs -----------------------------------------------------------------------------
     EXPORT_FILTERS: ClassVar[dict[str, str]] = {"HTML report (*.html)": "html", "PDF report (*.pdf)": "pdf",
-                      "CSV, long format (*.csv)": "csv", "JSON, re-importable (*.json)": "json"}
+                      "CSV, long format (*.csv)": "csv", "JSON, re-importable (*.json)": "json",
+                      "Parquet, long format, typed (*.parquet)": "parquet"}
 
     def export_ids(self) -> list[str]:
         """What File ▸ Export… exports: the comparison in view, else the runs selected in History,
         else the open run."""
         view = self.views.currentWidget()
+        if isinstance(view, GroupComparisonPanel):
+            return view.run_ids()
         if isinstance(view, ComparisonPanel) and view.runs:
             return [row["id"] for row, _ in view.runs]
         session = self.controller.session
         return self.history.selected_ids() or ([session.run_id] if session.run_id else [])
+
+    def export_charts(self) -> list[list[str]]:
+        """The added charts a report includes: the comparison's in view, else the dashboard's."""
+        view = self.views.currentWidget()
+        if isinstance(view, ComparisonPanel):
+            return [list(plot.panel.keys) for plot in view.added]
+        return self.dashboard.chart_keys()
 
     def proposed_export_path(self, ids: list[str]) -> Path:
         """The run's id, or "comparison-<first>-and-<n> more" for several; in the folder the
@@ -282,12 +349,17 @@ class MainWindow(QtWidgets.QMainWindow):
         last = next((f for f, v in self.EXPORT_FILTERS.items() if proposed.suffix == f".{v}"), filters[0])
         path, chosen = file_dialogs.save_file_name(self, "Export", str(proposed), ";;".join(filters), last)
         if path:
-            fmt = self.EXPORT_FILTERS.get(chosen) or Path(path).suffix.lstrip(".") or "html"
+            # a typed suffix of a format we write wins over the filter left selected ("x.pdf"
+            # under the HTML filter wrote HTML into x.pdf)
+            typed = Path(path).suffix.lstrip(".").lower()
+            fmt = typed if typed in self.EXPORT_FILTERS.values() else self.EXPORT_FILTERS.get(chosen) or "html"
             self.settings.setValue("export/folder", str(Path(path).parent))
             self.settings.setValue("export/format", fmt)
             # the file dialog already asked about overwriting; a link the user picked means its
             # target (the report tool itself refuses links, and anything but a regular file)
-            self.controller.export(ids, fmt, Path(path).resolve(), force=True)
+            view = self.views.currentWidget()
+            self.controller.export(ids, fmt, Path(path).resolve(), force=True, charts=self.export_charts(),
+                                   group_by=view.column if isinstance(view, GroupComparisonPanel) else None)
 
     def ask_delete(self, run_id: str) -> None:
         answer = QtWidgets.QMessageBox.question(
@@ -389,8 +461,9 @@ class MainWindow(QtWidgets.QMainWindow):
         """'stop', 'detach' or 'cancel' (tests replace this to answer without a modal dialog)."""
         run = self.controller.session.run
         status = run["status"] if run else "live"
+        name = printable(str(run["name"])) if run and run.get("name") else run_id
         box = QtWidgets.QMessageBox(QtWidgets.QMessageBox.Icon.Question, "A run is live",
-                                    f"Run {run_id} is still {status}.", parent=self)
+                                    f"Run {name} ({run_id}) is still {status}.", parent=self)
         stop = box.addButton("Stop it (checkpoint)", QtWidgets.QMessageBox.ButtonRole.DestructiveRole)
         detach = box.addButton("Let it run on", QtWidgets.QMessageBox.ButtonRole.AcceptRole)
         box.addButton(QtWidgets.QMessageBox.StandardButton.Cancel)

@@ -34,8 +34,19 @@ DIFFICULTY = Panel("difficulty", "Task difficulty", (metrics.DIFFICULTY_MEAN,),
 LOSSES = Panel("losses", "Losses", (metrics.LOSS_POLICY, metrics.LOSS_JUDGE, metrics.LOSS_KL))
 PANELS = (POLICY, AGREEMENT, BALANCE, DIFFICULTY, LOSSES)
 
+# The training-health dock (the losses and what TRL and cleanrl log beside them) and the machine.
+# Scales differ within a panel (a clip fraction, a gradient norm): the read-out gives exact values.
+POLICY_UPDATE = Panel("policy-update", "Policy update", metrics.POLICY_HEALTH)
+JUDGE_UPDATE = Panel("judge-update", "Judge update", metrics.JUDGE_HEALTH)
+LANGUAGE = Panel("language", "Language model", metrics.TEXT_HEALTH)
+SYSTEM_USE = Panel("system-use", "System: CPU and GPU use (%)", (metrics.SYS_CPU_PERCENT, metrics.SYS_GPU_UTIL_PERCENT))
+SYSTEM_MEMORY = Panel("system-memory", "System: memory (MB)",
+                      (metrics.SYS_RSS_MB, metrics.SYS_GPU_ALLOCATED_MB, metrics.SYS_GPU_RESERVED_MB,
+                       metrics.SYS_GPU_PEAK_MB))
+HEALTH_PANELS = (LOSSES, POLICY_UPDATE, JUDGE_UPDATE, LANGUAGE, SYSTEM_USE, SYSTEM_MEMORY)
+
 # Every key a panel draws (the held-out tiers come and go with the run's config).
-DRAWN_KEYS = tuple(dict.fromkeys(k for p in PANELS for k in p.keys + (p.band or ())))
+DRAWN_KEYS = tuple(dict.fromkeys(k for p in PANELS + HEALTH_PANELS for k in p.keys + (p.band or ())))
 
 PALETTE = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#bcbd22"]
 # held-out tiers, light (easy) to dark (hard): the lightest stays visible on white
@@ -47,10 +58,17 @@ MARKER_COLOURS: dict[str, str] = {
     EventKind.PAUSE: "#d62728", EventKind.RESUME: "#2ca02c", EventKind.SET_DIFFICULTY: "#9467bd",
     EventKind.FAILED: "#000000", EventKind.RESUMED_FROM_CHECKPOINT: "#17becf"}
 
+# where an alert began (the first iteration of the window it held over) and where it ended
+ALERT_BEGAN, ALERT_ENDED = "alert began", "alert ended"
+ALERT_COLOURS = {ALERT_BEGAN: "#e6550d", ALERT_ENDED: "#31a354"}
+
 LABELS = {metrics.SUCCESS: "success (train)", metrics.EVAL_SUCCESS: "eval success", metrics.REWARD: "reward R",
           metrics.POSITIVE_FRACTION: "positive fraction", metrics.IN_BAND: "tasks in band",
           metrics.DIFFICULTY_MEAN: "pool mean", metrics.PRECISION_BOUND: "precision bound (Thm 1)", metrics.MU: "μ",
-          metrics.P_PLUS: "p₊", metrics.P_MINUS: "p₋"}
+          metrics.P_PLUS: "p₊", metrics.P_MINUS: "p₋", metrics.SYS_CPU_PERCENT: "engine CPU (% of a core)",
+          metrics.SYS_GPU_UTIL_PERCENT: "GPU utilisation", metrics.SYS_RSS_MB: "engine resident",
+          metrics.SYS_GPU_ALLOCATED_MB: "GPU allocated", metrics.SYS_GPU_RESERVED_MB: "GPU reserved",
+          metrics.SYS_GPU_PEAK_MB: "GPU peak"}
 
 
 def short(key: str) -> str:
@@ -60,4 +78,13 @@ def short(key: str) -> str:
     tier = metrics.tier_of(key)
     if tier is not None:
         return f"eval @{tier:g}"
-    return key.split("/", 1)[-1].replace("_", " ")
+    name = key.split("/", 1)[-1]
+    for role in ("policy_", "judge_"):     # a health panel is one role's: its title names it
+        if key.startswith(metrics.HEALTH_PREFIX + role) and name != f"{role}unreadable_share":
+            name = name[len(role):]
+    return name.replace("_", " ")
+
+
+def chart_title(keys: list[str] | tuple[str, ...]) -> str:
+    """An added chart's title: its key, or its keys' short names."""
+    return keys[0] if len(keys) == 1 else ", ".join(short(k) for k in keys)

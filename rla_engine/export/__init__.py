@@ -1,15 +1,17 @@
 """Exports of stored runs, and reading them back for `rla import`. Torch-free and Qt-free.
 
     tabular.py    CSV (long format, plus an events file) and JSON
+    columnar.py   Parquet: the CSV's two files with typed columns (pyarrow, loaded only for it)
     files.py      atomic, no-overwrite, regular-files-only file writing (mode 0600)
     bundles.py    run bundles from the store (export) and from a JSON export (import)
     command.py    one export as the `rla export` command reports it: exit code and message
     renderer.py   the HTML/PDF renderer another package registers (an entry point)
 
-CSV and JSON are written here, in the caller's process. HTML and PDF need Qt, which the engine
-never imports: `export` takes them from a `render` callable (the report package passes its own),
-and the `rla` command runs the registered renderer as a subprocess.
-Several run ids make one file holding every run (CSV/JSON) or one comparison report (HTML/PDF).
+CSV, Parquet and JSON are written here, in the caller's process. HTML and PDF need Qt, which the
+engine never imports: `export` takes them from a `render` callable (the report package passes its
+own), and the `rla` command runs the registered renderer as a subprocess.
+Several run ids make one export holding every run (one JSON file, one pair of CSV or Parquet
+files) or one comparison report (HTML/PDF).
 """
 from __future__ import annotations
 
@@ -18,7 +20,7 @@ from pathlib import Path
 
 from ..errors import InputError
 
-DATA_FORMATS = ("csv", "json")
+DATA_FORMATS = ("csv", "parquet", "json")
 REPORT_FORMATS = ("html", "pdf")
 FORMATS = REPORT_FORMATS + DATA_FORMATS
 
@@ -32,11 +34,14 @@ class ExportInputError(InputError, ValueError):
 
 
 def output_paths(fmt: str, out: str | Path) -> list[Path]:
-    """The files an export to `out` writes (CSV writes two: see tabular)."""
+    """The files an export to `out` writes (CSV and Parquet write two: see tabular, columnar)."""
     out = Path(out).expanduser()
     if fmt == "csv":
         from .tabular import csv_paths
         return list(csv_paths(out))
+    if fmt == "parquet":
+        from .columnar import parquet_paths
+        return list(parquet_paths(out))
     return [out]
 
 
@@ -61,6 +66,9 @@ def export(db_path: str | Path, run_ids: list[str], fmt: str, out: str | Path,
     try:
         if fmt == "csv":
             write_atomic_many(tabular.csv_files(bundles, paths[0]), force)
+        elif fmt == "parquet":
+            from .columnar import write_parquet
+            write_parquet(bundles, paths[0], force)
         elif fmt == "json":
             write_atomic(paths[0], tabular.to_json(bundles), force)
         elif render is None:

@@ -6,7 +6,7 @@ CSV, long format — `--out X.csv` writes two files:
 (an --out without the .csv suffix gets `.events.csv` appended for the second file). Several runs
 share the same two files, one after the other. Numbers are written with Python's shortest
 round-tripping repr, so `float(value)` read back equals the stored value exactly; an empty
-cell is a NULL; payload_json is the stored JSON text.
+cell is a NULL; payload_json is the stored JSON text. columnar.py writes the same rows as Parquet.
 
 JSON: one run → its bundle (format "rlanything-run/1"); several → {"format":
 "rlanything-runs/1", "runs": [bundle, …]}. UTF-8, floats exact; `rla import` reads both forms.
@@ -16,6 +16,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+from collections.abc import Iterator
 from pathlib import Path
 
 from ..store import MULTI_FORMAT
@@ -24,12 +25,18 @@ METRIC_HEADER = ("run_id", "iteration", "key", "value", "t")
 EVENT_HEADER = ("run_id", "id", "iteration", "t", "kind", "payload_json")
 
 
+def paired_paths(out: Path, suffix: str) -> tuple[Path, Path]:
+    """(metrics file, events file) for `--out out` of a two-file format: `X.csv` gives `X.csv`
+    and `X.events.csv`; a name without the format's suffix keeps it whole (`X` → `X.events.csv`)."""
+    out = Path(out)
+    if out.suffix.lower() == suffix:
+        return out, out.with_name(out.stem + ".events" + suffix)
+    return out, out.with_name(out.name + ".events" + suffix)
+
+
 def csv_paths(out: Path) -> tuple[Path, Path]:
     """(metrics file, events file) for `--out out`."""
-    out = Path(out)
-    if out.suffix.lower() == ".csv":
-        return out, out.with_name(out.stem + ".events.csv")
-    return out, out.with_name(out.name + ".events.csv")
+    return paired_paths(out, ".csv")
 
 
 def _csv(header, rows) -> str:
@@ -40,17 +47,27 @@ def _csv(header, rows) -> str:
     return buf.getvalue()
 
 
+def metric_rows(bundles: list[dict]) -> Iterator[tuple]:
+    """The metrics file's rows (METRIC_HEADER), every run's one after the other: what the CSV and
+    the Parquet exports both write."""
+    return ((b["run"]["id"], m["iteration"], m["key"], m["value"], m["t"]) for b in bundles for m in b["metrics"])
+
+
+def event_rows(bundles: list[dict]) -> Iterator[tuple]:
+    """The events file's rows (EVENT_HEADER)."""
+    # json.dumps with the store's own settings gives back the stored payload_json text
+    return ((b["run"]["id"], e["id"], e["iteration"], e["t"], e["kind"], json.dumps(e["payload"]))
+            for b in bundles for e in b["events"])
+
+
 def metrics_csv(bundles: list[dict]) -> str:
     # csv writes a float with str(), which is repr() — the shortest text that reads back as the
     # same double.
-    return _csv(METRIC_HEADER, ((b["run"]["id"], m["iteration"], m["key"], m["value"], m["t"])
-                                for b in bundles for m in b["metrics"]))
+    return _csv(METRIC_HEADER, metric_rows(bundles))
 
 
 def events_csv(bundles: list[dict]) -> str:
-    # json.dumps with the store's own settings gives back the stored payload_json text
-    return _csv(EVENT_HEADER, ((b["run"]["id"], e["id"], e["iteration"], e["t"], e["kind"], json.dumps(e["payload"]))
-                               for b in bundles for e in b["events"]))
+    return _csv(EVENT_HEADER, event_rows(bundles))
 
 
 def csv_files(bundles: list[dict], out: Path) -> dict[Path, str]:

@@ -7,11 +7,14 @@ SPEC §3 runs on token-level ratios, in micro-batches whose gradients accumulate
 """
 from __future__ import annotations
 
+import itertools
+import math
 from typing import Any
 
 import numpy as np
 import torch
 
+from .. import metrics
 from ..config import Config
 from ..errors import InputError
 from ..loop.backend import Backend, Episodes, Judgement, Proposal, VariantRequest, procedural_proposals
@@ -19,8 +22,8 @@ from ..loop.ppo import PPOSettings, PPOStats, ppo_update
 from ..tasks.task import Task
 from . import env_model, samples
 from .dialogue import TextEpisodes, join, play
-from .generation import Sampling, token_logprobs
-from .judge import TextJudgement, join_judgements, judge
+from .generation import Sampling, token_scores, was_cut
+from .judge import TextJudgement, join_judgements, judge, unreadable_share
 from .lora import adapter_state, apply_lora, load_adapter_state
 from .sources import ModelLoadError, load_model, resolve_device
 
@@ -129,12 +132,31 @@ class LLMBackend(Backend):
 
         def log_prob(idx: torch.Tensor):
             rows = idx.tolist()
-            return token_logprobs(model, [contexts[i] for i in rows], [targets[i] for i in rows], temperature, width)
+            return token_scores(model, [contexts[i] for i in rows], [targets[i] for i in rows], temperature, width)
 
         model.train()
         stats = ppo_update(model, opt, log_prob, adv, self.ppo, self.gen, name)
         model.eval()
         return stats
+
+    # -- what the texts tell ---------------------------------------------------------------------
+    def text_measures(self, ep: Episodes, judgement: Judgement) -> dict[str, float]:
+        """The policy's answers (one per turn, however many steps it split into): their lengths in
+        tokens and the share cut at max_new_tokens; the share of the judge's unreadable verdicts."""
+        assert isinstance(ep, TextEpisodes) and isinstance(judgement, TextJudgement)
+        answers = [[tok for _, span in turn for tok in span.tokens]
+                   for steps, turns in zip(ep.steps, ep.turn_of)
+                   for _, turn in itertools.groupby(zip(turns, steps), key=lambda pair: pair[0])]
+        out: dict[str, float] = {}
+        if answers:
+            lengths = [len(a) for a in answers]
+            out[metrics.COMPLETION_LENGTH_MEAN] = sum(lengths) / len(lengths)
+            out[metrics.COMPLETION_LENGTH_MAX] = float(max(lengths))
+            out[metrics.TRUNCATED_SHARE] = sum(was_cut(a, self.policy_how, self.tok) for a in answers) / len(answers)
+        unreadable = unreadable_share(judgement)
+        if math.isfinite(unreadable):
+            out[metrics.JUDGE_UNREADABLE_SHARE] = unreadable
+        return out
 
     # -- the environment model ---------------------------------------------------------------
     def critic_steps(self, ep: Episodes, judgement: Judgement, b: torch.Tensor,

@@ -5,9 +5,10 @@ left-padded prompts; the copies of one prompt share its encoded prefix. Its rand
 global generator, so each call is seeded from the run's own generator first: a run is reproducible
 and a resumed one continues the same stream.
 
-Scoring (`token_logprobs`) gives log-probabilities of given tokens after given contexts under
+Scoring (`token_scores`) gives log-probabilities of given tokens after given contexts under
 logits / temperature, without top-p truncation (SPEC §3): the policy's and the judge's PPO ratio
-and KL are taken on exactly these numbers.
+and KL are taken on exactly these numbers, and the entropy of each token's distribution from the
+same forward.
 """
 from __future__ import annotations
 
@@ -18,6 +19,8 @@ from typing import Any
 
 import torch
 from torch.nn import functional
+
+from ..loop.ppo import Scores, distribution_entropy
 
 
 @dataclass
@@ -126,6 +129,18 @@ def _cache_argument(model) -> str:
     return "cache" if _forward_takes(model, "cache") else "past_key_values"
 
 
+def was_cut(answer: list[int], how: Sampling, tokenizer) -> bool:
+    """Whether `sample` stopped this answer at max_new_tokens: it has that many tokens and ends
+    neither with the end-of-sequence token nor, where answers stop at a newline, with a token
+    that holds one (an answer that finishes on its very last allowed token is not cut)."""
+    if len(answer) < how.max_new_tokens:
+        return False
+    last = answer[-1]
+    if last == tokenizer.eos_token_id:
+        return False
+    return not (how.stop_at_newline and "\n" in tokenizer.decode([last]))
+
+
 def _trim(row: list[int], eos: int | None, pad: int) -> list[int]:
     """An answer up to and including its end-of-sequence token (padding follows it)."""
     if eos is not None and eos in row:
@@ -137,9 +152,18 @@ def _trim(row: list[int], eos: int | None, pad: int) -> list[int]:
 
 def token_logprobs(model, contexts: list[list[int]], targets: list[list[int]], temperature: float,
                    width: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """log p(target tokens | context) under logits / temperature, [n, width] with its mask; one
-    right-padded forward pass over context + target (gradients flow when enabled), whose logits are
-    computed from the shortest context's last token on (`logits_to_keep`), not for whole prompts."""
+    """`token_scores`' log-probabilities and mask."""
+    s = token_scores(model, contexts, targets, temperature, width)
+    assert s.mask is not None
+    return s.logp, s.mask
+
+
+def token_scores(model, contexts: list[list[int]], targets: list[list[int]], temperature: float,
+                 width: int) -> Scores:
+    """log p(target tokens | context) under logits / temperature, [n, width] with its mask, and
+    the entropies of those tokens' distributions on demand; one right-padded forward pass over
+    context + target (gradients flow when enabled), whose logits are computed from the shortest
+    context's last token on (`logits_to_keep`), not for whole prompts."""
     device = _model_device(model)
     seq_len = max(len(c) + len(t) for c, t in zip(contexts, targets))
     n = len(contexts)
@@ -166,4 +190,5 @@ def token_logprobs(model, contexts: list[list[int]], targets: list[list[int]], t
     logp = functional.log_softmax(picked.float() / temperature, dim=-1)
     tok = ids.gather(1, (pos + offset + 1).clamp(max=seq_len - 1))
     out = logp.gather(-1, tok.unsqueeze(-1)).squeeze(-1)
-    return torch.where(mask, out, torch.zeros_like(out)), mask
+    return Scores(torch.where(mask, out, torch.zeros_like(out)), mask,
+                  lambda: distribution_entropy(logp).masked_fill(~mask, 0.0))

@@ -84,6 +84,15 @@ def judge(model, tokenizer, ep: TextEpisodes, m: int, how: Sampling, gen: torch.
     return TextJudgement(verdicts, cells, prompts, outputs, texts)
 
 
+def unreadable_share(judgement: TextJudgement) -> float:
+    """Share of the judge's samples over every judged step whose verdict could not be read (0);
+    nan when no step was judged."""
+    if not judgement.cells:
+        return float("nan")
+    b, t = (list(x) for x in zip(*judgement.cells))
+    return float((judgement.verdicts[b, t] == 0).float().mean())
+
+
 def join_judgements(parts: list[TextJudgement], offsets: list[int]) -> TextJudgement:
     """The judgements of consecutive parts of one batch as one (cells moved by each part's first
     episode); row-major order holds because the parts are in order."""

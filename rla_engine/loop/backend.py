@@ -118,6 +118,11 @@ class Backend(abc.ABC):
         carries text (a language-model environment model reads it); none by default."""
         return []
 
+    def text_measures(self, ep: Episodes, judgement: Judgement) -> dict[str, float]:
+        """Measures of this iteration's sampled texts (metrics.TEXT_HEALTH: the policy's answers,
+        the judge's unreadable verdicts), for a backend whose roles write text; none by default."""
+        return {}
+
     @abc.abstractmethod
     def propose(self, requests: list[VariantRequest], tries: int, rng: np.random.Generator) -> list[Proposal]:
         """The environment model's variants, one proposal per request, in order."""

@@ -6,14 +6,31 @@ from typing import Any
 
 import numpy as np
 import torch
+from torch.nn import functional
 
 from ..config import Config
 from ..models.networks import JudgeNet, PolicyNet, judge_input
 from ..tasks.base import Family, Task
 from ..vocabulary import EventKind
 from .backend import Backend, Episodes, Judgement, Proposal, VariantRequest, procedural_proposals
-from .ppo import PPOSettings, PPOStats, ppo_update
+from .ppo import PPOSettings, PPOStats, Scores, distribution_entropy, ppo_update
 from .rollout import Rollout, collect
+
+
+def action_scores(policy: PolicyNet, obs: torch.Tensor, actions: torch.Tensor, temperature: float) -> Scores:
+    """PolicyNet.log_prob with the entropy of the same distribution (taken only when asked)."""
+    logp, dist = policy.scores(obs, actions, temperature)
+    return Scores(logp, entropy=lambda: distribution_entropy(dist))
+
+
+def verdict_scores(judge: JudgeNet, x: torch.Tensor, verdicts: torch.Tensor, temperature: float) -> Scores:
+    """JudgeNet.log_prob with the entropy of its Bernoulli over {+1, −1}."""
+    logp, logit = judge.scores(x, verdicts, temperature)
+
+    def entropy() -> torch.Tensor:
+        a = logit.detach() / temperature
+        return distribution_entropy(torch.stack([functional.logsigmoid(a), functional.logsigmoid(-a)], -1))
+    return Scores(logp, entropy=entropy)
 
 
 class EmbeddedJudgement(Judgement):
@@ -83,7 +100,7 @@ class EmbeddedBackend(Backend):
         obs, actions = ep.obs[:, :-1][steps], ep.actions[steps]
         temp = self.cfg.rollout.temperature
         seen = ep.obs[:, :-1][visited] if visited is not None else None
-        return ppo_update(self.policy, self.policy_opt, lambda i: self.policy.log_prob(obs[i], actions[i], temp),
+        return ppo_update(self.policy, self.policy_opt, lambda i: action_scores(self.policy, obs[i], actions[i], temp),
                           advantages, self.ppo, self.gen, "policy",
                           entropy=None if seen is None else lambda: self.policy.entropy(seen, temp))
 
@@ -95,7 +112,7 @@ class EmbeddedBackend(Backend):
         b, t, j = index
         jx, jv = judgement.x[b, t], judgement.verdicts[b, t, j]
         temp = self.cfg.judge.temperature
-        return ppo_update(self.judge_net, self.judge_opt, lambda i: self.judge_net.log_prob(jx[i], jv[i], temp),
+        return ppo_update(self.judge_net, self.judge_opt, lambda i: verdict_scores(self.judge_net, jx[i], jv[i], temp),
                           advantages, self.judge_ppo, self.gen, "judge")
 
     # -- the environment model ---------------------------------------------------------------

@@ -34,15 +34,77 @@ class PPOSettings:
 
 @dataclass
 class PPOStats:
+    """What one update did (all but `samples` meaningless when it had none); nan where a measure
+    is undefined. The training-health keys (metrics.py) are these measures."""
     loss: float = 0.0
-    kl: float = 0.0
+    kl: float = 0.0                  # k3 to the pre-update network, mean over minibatches: also the approx KL
     samples: int = 0
+    clip_fraction: float = math.nan  # share of ratios (tokens) outside 1 ± clip_eps, over every minibatch pass
+    entropy: float = math.nan        # mean entropy (per token) of the samples' distributions before the update
+    grad_norm: float = math.nan      # before clipping, mean over the optimiser steps
 
 
-# `log_prob(idx)` gives either one log-probability per sample [n] (an action, a verdict), or, for
-# a language model, the log-probabilities of each sample's tokens with their mask ([n, L], [n, L],
-# L the same for every call of one update).
-LogProbs = torch.Tensor | tuple[torch.Tensor, torch.Tensor]
+@dataclass
+class Scores:
+    """`log_prob`'s answer for a batch of samples: log-probabilities [n] (a language model's per
+    token, [n, L], with their mask), and optionally a function giving the entropy of each
+    distribution they were drawn from (same shape, no gradient): a function, so that only the
+    pre-update pass pays for it, and from the same forward as the log-probabilities."""
+    logp: torch.Tensor
+    mask: torch.Tensor | None = None
+    entropy: Callable[[], torch.Tensor] | None = None
+
+
+# `log_prob(idx)` gives Scores, or just the log-probabilities: [n] (an action, a verdict), or a
+# language model's ([n, L], mask [n, L]); L the same for every call of one update.
+LogProbs = torch.Tensor | tuple[torch.Tensor, torch.Tensor] | Scores
+
+
+def _scores(x: LogProbs) -> Scores:
+    if isinstance(x, Scores):
+        return x
+    return Scores(x[0], x[1]) if isinstance(x, tuple) else Scores(x)
+
+
+def distribution_entropy(logp: torch.Tensor) -> torch.Tensor:
+    """−Σ p log p over the last axis of log-probabilities, without gradient; an impossible outcome
+    (log p = −inf) adds 0, not nan. One temporary the size of `logp` (a vocabulary per token)."""
+    with torch.no_grad():
+        return -logp.exp().mul_(logp).nan_to_num_(nan=0.0).sum(-1)
+
+
+@dataclass
+class _Health:
+    """Running sums of an update's health measures."""
+    clipped: float = 0.0
+    ratios: float = 0.0
+    entropy: float = 0.0
+    entropy_n: float = 0.0
+    entropy_given: bool = True
+    grad_norm: float = 0.0
+    steps: int = 0
+
+    def see_entropy(self, s: Scores) -> None:
+        """The pre-update distributions of the samples `s` scored (each sample is seen once)."""
+        if s.entropy is None:
+            self.entropy_given = False
+            return
+        e = s.entropy()
+        if s.mask is not None:
+            e = e.masked_fill(~s.mask.bool(), 0.0)
+        self.entropy += float(e.sum())
+        self.entropy_n += float(s.mask.sum()) if s.mask is not None else e.numel()
+
+    def see_ratios(self, outside: float, ratios: float) -> None:
+        self.clipped += outside
+        self.ratios += ratios
+
+    def measures(self) -> dict[str, float]:
+        def share(a: float, b: float) -> float:
+            return a / b if b else math.nan
+        return {"clip_fraction": share(self.clipped, self.ratios),
+                "entropy": share(self.entropy, self.entropy_n) if self.entropy_given else math.nan,
+                "grad_norm": share(self.grad_norm, self.steps)}
 
 
 def ppo_update(net: nn.Module, optimizer: torch.optim.Optimizer, log_prob: Callable[[torch.Tensor], LogProbs],
@@ -51,7 +113,8 @@ def ppo_update(net: nn.Module, optimizer: torch.optim.Optimizer, log_prob: Calla
     """PPO-clip + k3 KL (SPEC §3). `log π_old` is the pre-update policy's, taken once before the first
     optimiser step (a no-grad pass; with `reuse_first_pass`, the first minibatch's own forward
     and a no-grad pass for the rest), and is also the KL reference. Token-level samples: ratio
-    and KL per token, averaged over the sample's tokens, then over samples. `entropy()` (with
+    and KL per token, averaged over the sample's tokens, then over samples. The health measures
+    (PPOStats) read only what the update computes anyway. `entropy()` (with
     settings.entropy_coef > 0) gives per-state entropies over every visited state; each
     minibatch step subtracts entropy_coef × their mean, and with no samples each epoch still
     makes one entropy-only step."""
@@ -66,8 +129,9 @@ def ppo_update(net: nn.Module, optimizer: torch.optim.Optimizer, log_prob: Calla
         return PPOStats()
     perm = torch.randperm(n, generator=generator, device=generator.device).to(advantages.device)
     reuse = settings.reuse_first_pass
+    health = _Health()
     old = _old_log_probs(log_prob, perm[settings.minibatch_size:] if reuse else torch.arange(n, device=perm.device),
-                         n, settings)
+                         n, settings, health)
     total_loss = total_kl = 0.0
     batches = 0
     for epoch in range(settings.epochs):
@@ -77,20 +141,23 @@ def ppo_update(net: nn.Module, optimizer: torch.optim.Optimizer, log_prob: Calla
             optimizer.zero_grad(set_to_none=True)
             micros = idx.split(settings.micro_batch_size) if settings.micro_batch_size else (idx,)
             for k, micro in enumerate(micros):
-                new = log_prob(micro)
+                new = _scores(log_prob(micro))
                 if reuse and batches == 0:    # no step taken yet: log π_old is this very pass
-                    old = _keep(old, micro, new, n)
+                    old = _keep(old, micro, new, n, health)
                 assert old is not None        # every row is set by the end of the first minibatch
-                surrogate, kl = _terms(new, old[micro], advantages[micro], settings.clip_eps)
+                surrogate, kl, clipped = _terms(new, old[micro], advantages[micro], settings.clip_eps)
+                del new      # its entropy function holds the pass's whole distribution (a vocabulary per token)
+                health.see_ratios(*clipped)
                 loss = (-surrogate + settings.kl_beta * kl) * (len(micro) / len(idx))
                 if bonus is not None and k == len(micros) - 1:
                     loss = loss - settings.entropy_coef * bonus().mean()
                 _backward(loss, name)
                 total_loss += float(loss.detach())
                 total_kl += float(kl.detach()) * (len(micro) / len(idx))
-            _step(net, optimizer, settings, name)
+            health.grad_norm += _step(net, optimizer, settings, name)
+            health.steps += 1
             batches += 1
-    stats = PPOStats(total_loss / batches, total_kl / batches, n)
+    stats = PPOStats(total_loss / batches, total_kl / batches, n, **health.measures())
     for label, v in ((f"loss/{name}", stats.loss), ("loss/kl", stats.kl)):
         if not math.isfinite(v):
             raise NonFiniteError(label, v)
@@ -98,7 +165,7 @@ def ppo_update(net: nn.Module, optimizer: torch.optim.Optimizer, log_prob: Calla
 
 
 def _old_log_probs(log_prob: Callable[[torch.Tensor], LogProbs], rows: torch.Tensor, n: int,
-                   settings: PPOSettings) -> torch.Tensor | None:
+                   settings: PPOSettings, health: _Health) -> torch.Tensor | None:
     """log π_old of the samples `rows`, by a no-grad pass before any step; None when there are none.
     With `reuse_first_pass` the rows are those outside the first minibatch, which needs no such
     pass: no step has been taken when it is scored, so its own forward gives log π_old (`_keep`),
@@ -110,34 +177,41 @@ def _old_log_probs(log_prob: Callable[[torch.Tensor], LogProbs], rows: torch.Ten
     old = None
     with torch.no_grad():
         for idx in rows.split(chunk):
-            old = _keep(old, idx, log_prob(idx), n)
+            old = _keep(old, idx, _scores(log_prob(idx)), n, health)
     return old
 
 
-def _keep(old: torch.Tensor | None, idx: torch.Tensor, new: LogProbs, n: int) -> torch.Tensor:
-    """`old` (made on first use, one row per sample) with the rows `idx` set to `new`, detached."""
-    values = (new[0] if isinstance(new, tuple) else new).detach()
+def _keep(old: torch.Tensor | None, idx: torch.Tensor, new: Scores, n: int, health: _Health) -> torch.Tensor:
+    """`old` (made on first use, one row per sample) with the rows `idx` set to `new`, detached;
+    the pre-update entropies of those samples go to `health`."""
+    health.see_entropy(new)
+    values = new.logp.detach()
     if old is None:
         old = values.new_zeros((n, *values.shape[1:]))
     old[idx] = values
     return old
 
 
-def _terms(new: LogProbs, old: torch.Tensor, adv: torch.Tensor, clip_eps: float) -> tuple[torch.Tensor, torch.Tensor]:
-    """Mean clipped surrogate and mean k3 KL over the samples (per token first, for token samples)."""
-    mask = None
-    if isinstance(new, tuple):
-        new, mask = new
+def _terms(new: Scores, old: torch.Tensor, adv: torch.Tensor,
+           clip_eps: float) -> tuple[torch.Tensor, torch.Tensor, tuple[float, float]]:
+    """Mean clipped surrogate and mean k3 KL over the samples (per token first, for token samples),
+    and (ratios outside 1 ± clip_eps, ratios) counted over the tokens for token samples."""
+    mask = new.mask
+    if mask is not None:
         adv = adv.unsqueeze(-1)
-    d = new - old
+    d = new.logp - old
     ratio = torch.exp(d)
     surrogate = torch.min(ratio * adv, ratio.clamp(1 - clip_eps, 1 + clip_eps) * adv)
     kl = torch.exp(-d) - 1 + d
+    with torch.no_grad():
+        outside = (ratio - 1).abs() > clip_eps
+        clipped = (float((outside & mask.bool()).sum()), float(mask.sum())) if mask is not None \
+            else (float(outside.sum()), float(outside.numel()))
     if mask is not None:
         m = mask.to(surrogate.dtype)
         tokens = m.sum(-1).clamp(min=1)
         surrogate, kl = (surrogate * m).sum(-1) / tokens, (kl * m).sum(-1) / tokens
-    return surrogate.mean(), kl.mean()
+    return surrogate.mean(), kl.mean(), clipped
 
 
 def _backward(loss: torch.Tensor, name: str) -> None:
@@ -147,10 +221,12 @@ def _backward(loss: torch.Tensor, name: str) -> None:
     loss.backward()
 
 
-def _step(net: nn.Module, optimizer: torch.optim.Optimizer, settings: PPOSettings, name: str) -> None:
-    """One optimiser step on the accumulated gradient, clipped; a non-finite gradient stops it."""
+def _step(net: nn.Module, optimizer: torch.optim.Optimizer, settings: PPOSettings, name: str) -> float:
+    """One optimiser step on the accumulated gradient, clipped; a non-finite gradient stops it.
+    The gradient's norm before clipping."""
     params = [p for p in net.parameters() if p.requires_grad]
     grad_norm = nn.utils.clip_grad_norm_(params, settings.max_grad_norm)
     if not torch.isfinite(grad_norm):
         raise NonFiniteError(f"gradient norm of the {name}", float(grad_norm))
     optimizer.step()
+    return float(grad_norm)

@@ -20,6 +20,8 @@ from .backend import Episodes, Judgement, Proposal, VariantRequest, make_backend
 from .evaluation import held_out_suite
 from .executor import make_executor
 from .gate import MuGate
+from .no_dynamo import skip_dynamo_import
+from .health import role_health
 from .measures import balance_mu, judge_measures, policy_measures
 from .pool import TaskPool
 
@@ -59,6 +61,7 @@ class Trainer:
         self.family = load_family(cfg.task.family)
         seed = cfg.run.seed
         limit_threads(self.family, device)
+        skip_dynamo_import()      # before the optimisers are made: 2.3 s of every engine start
         torch.manual_seed(seed)   # network initialisation
         self.gen = torch.Generator(device=device).manual_seed(seed)
         self.backend = make_backend(cfg, self.family, device, self.gen)
@@ -71,6 +74,7 @@ class Trainer:
         self.env_steps = 0
         p = cfg.policy
         self.gate = MuGate(p.mu_target, p.mu_ema) if p.mu_gate else None
+        self.alert_state: str | None = None   # the runner's AlertWatcher, carried through checkpoints
 
     # -- one iteration ---------------------------------------------------------------------
     def step(self, final: bool = False) -> IterationResult:
@@ -142,7 +146,8 @@ class Trainer:
 
         self.iteration = it
         self.env_steps += roll.env_steps
-        values.update(self._measure(roll, verdicts, R, acc, keep, n_s, decisions, pol_stats, jud_stats, lam))
+        values.update(self._measure(roll, verdicts, R, acc, keep, n_s, decisions, pol_stats, jud_stats, lam,
+                                    judgement))
         if self.family.kind == "text":
             values[metrics.INVALID] = float(sum(len(p.invalid) for _, p in proposals))
         events += self.backend.episode_events(roll, judgement, tasks, sampled + cands, proposals, decisions)
@@ -252,7 +257,7 @@ class Trainer:
         return real[pick, 0], real[pick, 1]
 
     def _measure(self, roll, verdicts, R, acc, keep, n_s, decisions, pol_stats, jud_stats,
-                 lam) -> dict[str, float]:
+                 lam, judgement) -> dict[str, float]:
         cfg = self.cfg
         n = cfg.rollout.rollouts_per_task
         ep_keep = keep.repeat_interleave(n)
@@ -283,6 +288,11 @@ class Trainer:
             out[metrics.LOSS_KL] = pol_stats.kl
         if jud_stats is not None and jud_stats.samples:
             out[metrics.LOSS_JUDGE] = jud_stats.loss
+        # shares of everything produced: every real step rolled out, each judged m times
+        out.update(role_health("policy", pol_stats, roll.env_steps))
+        if jud_stats is not None:       # a frozen judge is no trained role: no health keys
+            out.update(role_health("judge", jud_stats, roll.env_steps * verdicts.shape[-1]))
+        out.update(self.backend.text_measures(roll, judgement))
         out[metrics.ENV_STEPS] = float(self.env_steps)
         return out
 
@@ -311,7 +321,8 @@ class Trainer:
     def state_dict(self) -> dict:
         return {"iteration": self.iteration, "env_steps": self.env_steps, **self.backend.state_dict(),
                 "torch_rng": self.gen.get_state(), "np_rng": json.dumps(self.rng.bit_generator.state),
-                "pool": self.pool.state_dict(), "mu_hat": self.gate.mu_hat if self.gate else None}
+                "pool": self.pool.state_dict(), "mu_hat": self.gate.mu_hat if self.gate else None,
+                "alerts": self.alert_state}
 
     def load_state_dict(self, s: dict) -> None:
         self.iteration, self.env_steps = int(s["iteration"]), int(s["env_steps"])
@@ -322,3 +333,4 @@ class Trainer:
         self.pool.load_state_dict(s["pool"])
         if self.gate is not None and s.get("mu_hat") is not None:
             self.gate.mu_hat = float(s["mu_hat"])
+        self.alert_state = s.get("alerts")      # absent from checkpoints written before alerts existed

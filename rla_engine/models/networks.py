@@ -22,8 +22,14 @@ class PolicyNet(nn.Module):
         return self.net(obs)
 
     def log_prob(self, obs: torch.Tensor, actions: torch.Tensor, temperature: float = 1.0) -> torch.Tensor:
+        return self.scores(obs, actions, temperature)[0]
+
+    def scores(self, obs: torch.Tensor, actions: torch.Tensor,
+               temperature: float = 1.0) -> tuple[torch.Tensor, torch.Tensor]:
+        """(log π(action), log π of every action) per row: the update's log-probability and the
+        distribution its entropy is measured on, from one forward."""
         logp = functional.log_softmax(self.net(obs) / temperature, dim=-1)
-        return logp.gather(-1, actions.long().unsqueeze(-1)).squeeze(-1)
+        return logp.gather(-1, actions.long().unsqueeze(-1)).squeeze(-1), logp
 
     def entropy(self, obs: torch.Tensor, temperature: float = 1.0) -> torch.Tensor:
         """Entropy of the sampling distribution softmax(logits / temperature), per row."""
@@ -57,4 +63,10 @@ class JudgeNet(nn.Module):
 
     def log_prob(self, x: torch.Tensor, verdicts: torch.Tensor, temperature: float = 1.0) -> torch.Tensor:
         """log P(verdict) under the sampling temperature; x [rows, in_dim], verdicts [rows] in {+1, −1}."""
-        return functional.logsigmoid(verdicts.to(x.dtype) * self.forward(x) / temperature)
+        return self.scores(x, verdicts, temperature)[0]
+
+    def scores(self, x: torch.Tensor, verdicts: torch.Tensor,
+               temperature: float = 1.0) -> tuple[torch.Tensor, torch.Tensor]:
+        """(log P(verdict), the logit of +1) per row, from one forward: the logit gives the entropy."""
+        logit = self.forward(x)
+        return functional.logsigmoid(verdicts.to(x.dtype) * logit / temperature), logit

@@ -12,6 +12,7 @@ cannot be placed); `damage_counts` says how many rows of a run are unreadable.
 """
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -19,6 +20,7 @@ from typing import Any, cast
 
 import numpy as np
 
+from ..summary import flatten
 from ..vocabulary import DAMAGED, EventRow, Status, TaskRow, TaskStatus
 from .base import StoreBase, _loads
 
@@ -161,6 +163,25 @@ def _value(v: Any) -> float:
     return float(v) if _finite(v) else NAN
 
 
+_ANY_ITERATION = "iteration BETWEEN 0 AND 9223372036854775807"    # a committed one (see last_iteration)
+
+
+def _runs_sql(run_ids: Iterable[str] | None) -> tuple[str, list]:
+    """The runs a per-run read covers, as a table `r(id)`: the given ids (one JSON parameter,
+    so a thousand ids need no thousand placeholders), else every run of the database."""
+    if run_ids is None:
+        return "SELECT id FROM runs", []
+    return "SELECT value AS id FROM json_each(?)", [json.dumps(list(run_ids))]
+
+
+def _by_run(rows: Iterable[tuple], read: Callable[[Any], Any]) -> dict[str, dict[str, Any]]:
+    out: dict[str, dict[str, Any]] = {}
+    for run_id, key, value in rows:
+        if isinstance(run_id, str) and isinstance(key, str):
+            out.setdefault(run_id, {})[key] = read(value)
+    return out
+
+
 class ReadsMixin(StoreBase):
     def last_iteration(self, run_id: str) -> int:
         # a range, not a typeof() test: max() still reads it off the primary key's index, and
@@ -249,6 +270,69 @@ class ReadsMixin(StoreBase):
             if row is not None:
                 out[k] = _value(row[0])
         return out
+
+    # -- chosen columns of the history: every run at once, one query per read ------------------
+    def metric_names(self) -> list[str]:
+        """Every metric key stored in the database, sorted: `metric_keys`' hop along the index,
+        for all runs in one recursive query (a scan of the metrics table would read every row)."""
+        rows = self.db.execute(
+            "WITH RECURSIVE hop(run_id, key) AS ("
+            " SELECT id, (SELECT min(key) FROM metrics WHERE run_id = runs.id AND key > '') FROM runs"
+            " UNION ALL SELECT run_id,"
+            " (SELECT min(m.key) FROM metrics m WHERE m.run_id = hop.run_id AND m.key > hop.key)"
+            " FROM hop WHERE typeof(key) = 'text')"
+            " SELECT DISTINCT key FROM hop WHERE typeof(key) = 'text' ORDER BY key").fetchall()
+        return [k for (k,) in rows]
+
+    def final_values(self, keys: Iterable[str], run_ids: Iterable[str] | None = None) -> dict[str, dict[str, float]]:
+        """run id → key → the value at the key's last committed iteration (`summary.final_value`
+        of its series; NaN where that value cannot be read); a key the run never logged is absent.
+        One index seek per run and key."""
+        runs, args = _runs_sql(run_ids)
+        # CROSS JOIN keeps this order: per run and key, the last iteration off the index, then the
+        # row by its primary key (left to the planner, it scanned each run's rows for each key)
+        rows = self.db.execute(
+            f"SELECT r.id, k.value, m.value FROM ({runs}) r CROSS JOIN json_each(?) k "
+            "CROSS JOIN metrics m ON m.run_id = r.id AND m.key = k.value AND m.iteration = "
+            f"(SELECT max(iteration) FROM metrics WHERE run_id = r.id AND key = k.value AND {_ANY_ITERATION})",
+            [*args, json.dumps(list(keys))])
+        return _by_run(rows, _value)
+
+    def best_values(self, keys: Iterable[str], run_ids: Iterable[str] | None = None) -> dict[str, dict[str, float]]:
+        """run id → key → the highest finite value (`summary.best_value`); absent where none is finite."""
+        runs, args = _runs_sql(run_ids)
+        readable = NUMBER.sql.format(c="value")
+        rows = self.db.execute(
+            f"SELECT r.id, k.value, (SELECT max(value) FROM metrics WHERE run_id = r.id AND key = k.value "
+            f"AND {_ANY_ITERATION} AND {readable}) AS best FROM ({runs}) r JOIN json_each(?) k",
+            [*args, json.dumps(list(keys))])
+        return _by_run(((r, k, v) for r, k, v in rows if v is not None), float)
+
+    def flat_configs(self, run_ids: Iterable[str] | None = None) -> dict[str, dict[str, Any]]:
+        """run id → its configuration flattened with dots (`summary.flatten`); a configuration
+        that cannot be read as a table of settings (a hand edit) reads as none."""
+        runs, args = _runs_sql(run_ids)
+        out: dict[str, dict[str, Any]] = {}
+        for run_id, text in self.db.execute(f"SELECT id, config_json FROM runs WHERE id IN ({runs})", args):
+            try:
+                config = json.loads(text) if isinstance(text, str) else None
+            except (ValueError, RecursionError):
+                config = None
+            if isinstance(run_id, str) and isinstance(config, dict):
+                out[run_id] = flatten(config)
+        return out
+
+    def config_fields(self) -> list[str]:
+        """Every dotted configuration field of the database's runs, sorted."""
+        fields: set[str] = set()
+        for (text,) in self.db.execute("SELECT DISTINCT config_json FROM runs"):
+            try:
+                config = json.loads(text) if isinstance(text, str) else None
+            except (ValueError, RecursionError):
+                continue
+            if isinstance(config, dict):
+                fields.update(flatten(config))
+        return sorted(fields)
 
     def events(self, run_id: str, after_id: int = 0, kinds: Iterable[str] | None = None) -> list[EventRow]:
         sql = "SELECT * FROM events WHERE run_id = ? AND id > ?"

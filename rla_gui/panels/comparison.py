@@ -15,14 +15,22 @@ from PySide6 import QtCore, QtGui, QtWidgets
 from rla_engine import metrics
 from rla_engine.summary import HEADLINE_ROWS, best_value, config_differences, final_value, flatten, run_duration
 from rla_engine.text import printable
+from rla_engine.vocabulary import LIVE
 
-from ..panel_spec import LOSSES, PALETTE, PANELS, Panel, short
+from ..panel_spec import LOSSES, PALETTE, PANELS, Panel, chart_title, short
 from ..run_data import X_AXES, RunData
+from ..widgets.chart_export import add_chart_export
+from ..widgets.key_picker import KeyPicker
 from ..widgets.metric_plot import MetricCurve
 from ..widgets.readout import HoverReadout, add_legend
 from ..widgets.view_controls import ViewControls
 
 MAX_TITLE_NAMES = 2
+READOUT_NAME_CHARS = 24     # a run's name in a read-out: long ones made it wider than the plot
+
+
+def elide(text: str, most: int) -> str:
+    return text if len(text) <= most else text[: most - 1] + "…"
 # tall enough that a read-out of six runs and a legend of two rows leave the curves room; when the
 # window is smaller the panels scroll rather than squeeze the plots to a strip
 PLOT_MIN_HEIGHT = 260
@@ -85,6 +93,8 @@ class ComparePlot(pg.PlotWidget):
         self.curves: list[MetricCurve] = []
         self.x_axis, self.smoothing = X_AXES[0], 0.0
         self.readout = HoverReadout(self, self._describe)
+        add_chart_export(self, lambda: [(printable(run["name"]), c, data)
+                                        for c, (run, data) in zip(self.curves, self.runs)])
 
     def set_runs(self, runs: list[tuple[dict, RunData]]) -> None:
         self.runs = runs
@@ -122,7 +132,7 @@ class ComparePlot(pg.PlotWidget):
         for curve, (run, data) in zip(self.curves, self.runs):
             hit = curve.nearest(data, self.x_axis, x)
             if hit is not None:
-                lines.append(f"{printable(run['name'])}: {hit[1]:.4g} at {hit[0]:.6g}")
+                lines.append(f"{elide(printable(run['name']), READOUT_NAME_CHARS)}: {hit[1]:.4g} at {hit[0]:.6g}")
         return f"{short(self.key_box.currentText())}\n" + "\n".join(lines) if lines else None
 
 
@@ -132,15 +142,17 @@ class ComparisonPanel(QtWidgets.QWidget):
         self.view = ViewControls()
         self.view.changed.connect(self._apply_view)
         self.plots = [ComparePlot(p) for p in PANELS]
-        grid = QtWidgets.QGridLayout()
+        self.grid = grid = QtWidgets.QGridLayout()
         for i, plot in enumerate(self.plots):
-            box = QtWidgets.QVBoxLayout()
-            box.addWidget(plot.key_box)
-            box.addWidget(plot, 1)
             # the dashboard's 2 × 2 of the four panels, the losses (a dock there) a lower strip below
-            grid.addLayout(box, i // 2, i % 2, 1, 2 if plot.panel is LOSSES else 1)
+            grid.addWidget(self._with_key_box(plot), i // 2, i % 2, 1, 2 if plot.panel is LOSSES else 1)
         for row, stretch in enumerate((3, 3, 2)):
             grid.setRowStretch(row, stretch)
+        self.added: list[ComparePlot] = []
+        self.add_button = QtWidgets.QPushButton("Add chart…")
+        self.add_button.setToolTip("A chart of any metric key the runs stored, one curve per run")
+        self.add_button.clicked.connect(self.ask_add_chart)
+        self.view.bar.addWidget(self.add_button)
         inner = QtWidgets.QWidget()
         inner.setLayout(grid)
         charts = QtWidgets.QScrollArea()
@@ -169,6 +181,44 @@ class ComparisonPanel(QtWidgets.QWidget):
         self.set_runs(runs)
         self._apply_view()
 
+    @staticmethod
+    def _with_key_box(plot: ComparePlot) -> QtWidgets.QWidget:
+        box = QtWidgets.QWidget()
+        lay = QtWidgets.QVBoxLayout(box)
+        lay.setContentsMargins(0, 0, 0, 0)
+        lay.addWidget(plot.key_box)
+        lay.addWidget(plot, 1)
+        return box
+
+    def ask_add_chart(self) -> None:
+        stored = {k for _, data in self.runs for k in data.columns}
+        picker = KeyPicker(stored, self)
+        picker.accepted.connect(lambda: picker.chosen() and self.add_chart(picker.chosen()))
+        picker.finished.connect(picker.deleteLater)
+        picker.open()
+        self.picker = picker      # tests answer it
+
+    def add_chart(self, keys: list[str]) -> ComparePlot:
+        """A chart below the panels: one key at a time (its box chooses among `keys`), one curve per run."""
+        plot = ComparePlot(Panel(f"added-{len(self.added)}", chart_title(keys), tuple(keys)))
+        plot.plotItem.vb.menu.addSeparator()
+        plot.plotItem.vb.menu.addAction("Remove chart").triggered.connect(lambda: self.remove_chart(plot))
+        self.added.append(plot)
+        self.plots.append(plot)
+        row = 3 + (len(self.added) - 1) // 2
+        self.grid.addWidget(self._with_key_box(plot), row, (len(self.added) - 1) % 2)
+        self.grid.setRowStretch(row, 3)
+        plot.set_runs(self.runs)
+        self._apply_view()
+        return plot
+
+    def remove_chart(self, plot: ComparePlot) -> None:
+        self.added.remove(plot)
+        self.plots.remove(plot)
+        box = plot.parentWidget()
+        self.grid.removeWidget(box)
+        box.deleteLater()
+
     def title(self) -> str:
         names = [printable(r["name"]) for r, _ in self.runs]
         more = f" +{len(names) - MAX_TITLE_NAMES}" if len(names) > MAX_TITLE_NAMES else ""
@@ -194,11 +244,23 @@ class ComparisonPanel(QtWidgets.QWidget):
         self._fill_config()
         self._fill_summary()
 
+    def is_live(self) -> bool:
+        return any(r.get("status") in LIVE for r, _ in self.runs)
+
+    def runs_grew(self) -> None:
+        """The live runs' data grew in place (ConsoleController.follow_comparison): redraw and re-sum."""
+        for plot in self.plots:
+            plot.redraw()
+        self._fill_summary()
+
     def _headers(self, table: QtWidgets.QTableWidget, rows: list[str]) -> None:
         table.clear()
         table.setColumnCount(len(self.runs))
         table.setRowCount(len(rows))
-        table.setHorizontalHeaderLabels([printable(r["name"]) for r, _ in self.runs])
+        # a live run's values are where it is now, not final: its column says so
+        table.setHorizontalHeaderLabels([printable(r["name"]) + (f" ({r['status']}, it {r['iteration']})"
+                                                                 if r.get("status") in LIVE else "")
+                                         for r, _ in self.runs])
         table.setVerticalHeaderLabels(rows)
         for i in range(len(self.runs)):
             item = table.horizontalHeaderItem(i)

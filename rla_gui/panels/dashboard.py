@@ -12,26 +12,48 @@ from typing import TypeGuard
 import pyqtgraph as pg
 from PySide6 import QtCore, QtGui, QtWidgets
 
+from rla_engine.alerts import CLEARED, RAISED
 from rla_engine.vocabulary import VARIANT_KINDS, EventKind
 
-from ..panel_spec import AGREEMENT, BALANCE, DIFFICULTY, LOSSES, MARKER_KINDS, POLICY, TIER_COLOURS
+from ..panel_spec import (AGREEMENT, ALERT_BEGAN, ALERT_ENDED, BALANCE, DIFFICULTY, JUDGE_UPDATE, LANGUAGE, LOSSES,
+                          MARKER_KINDS, POLICY, POLICY_UPDATE, SYSTEM_MEMORY, SYSTEM_USE, TIER_COLOURS, chart_title)
 from ..run_data import RunData
 from ..session import RunSession
+from ..widgets.key_picker import KeyPicker
 from ..widgets.metric_plot import MetricCurve, MetricPlot
 from ..widgets.view_controls import ViewControls
 
-# The timer refreshes one plot per tick, round robin: each plot redraws at most every
-# REDRAW_MS × 5 = 100 ms (≤ 10 Hz), and one tick's work is one plot, not five.
+# The timer refreshes one plot per tick, round robin over the plots on screen (four panels, the
+# health dock's tab in front, added charts): one tick's work is one plot, and with six on screen
+# each redraws at most every REDRAW_MS × 6 = 120 ms.
 REDRAW_MS = 20
 # Variants arrive about once an iteration and the scatter items are rebuilt on each redraw: 20,000
 # points churned ~2 MB per redraw through the allocator (the soak's console grew ~1 MB/min more
 # than with 2,000). The newest 2,000 cover the recent history; the event log lists them all.
 MAX_VARIANT_POINTS = 2_000
+# the panels never shrink below this height (at the window's minimum size two of them had no
+# plot area left): below it, the grid scrolls
+PANEL_MIN_HEIGHT = 200
 
 
 def _finite(x: object) -> TypeGuard[float]:
     """A number the plots can place (rows of old databases may hold null or text)."""
     return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+
+
+def alert_marks(events: list[dict]) -> list[tuple[int, str]]:
+    """Where each alert began (the first iteration of the window it held over) and where it ended
+    (a resumed run's repeated raise is no new beginning)."""
+    out = []
+    for e in events:
+        p = e.get("payload")
+        if e.get("kind") != EventKind.ALERT or not isinstance(p, dict):
+            continue
+        if p.get("state") == RAISED and not p.get("resumed") and _finite(p.get("since")):
+            out.append((int(p["since"]), ALERT_BEGAN))
+        elif p.get("state") == CLEARED and _finite(e.get("iteration")):
+            out.append((int(e["iteration"]), ALERT_ENDED))
+    return out
 
 
 class BandFill(pg.FillBetweenItem):
@@ -123,8 +145,33 @@ class DifficultyPlot(MetricPlot):
             item.setData([], [])
 
 
+# the training-health dock's tabs: (tab title, its panels side by side)
+HEALTH_TABS = (("Losses", (LOSSES,)), ("Policy", (POLICY_UPDATE,)), ("Judge", (JUDGE_UPDATE,)),
+               ("Language model", (LANGUAGE,)), ("System", (SYSTEM_USE, SYSTEM_MEMORY)))
+
+
+class HealthTabs(QtWidgets.QTabWidget):
+    """The Training health dock: the losses, each role's PPO update (clip fraction, KL, entropy,
+    gradient norm, share trained on), a language model's completions, and the engine's machine."""
+
+    def __init__(self, data: RunData, parent=None):
+        super().__init__(parent)
+        self.plots: dict[str, MetricPlot] = {}
+        for title, panels in HEALTH_TABS:
+            page = QtWidgets.QWidget()
+            row = QtWidgets.QHBoxLayout(page)
+            row.setContentsMargins(0, 0, 0, 0)
+            for panel in panels:
+                plot = self.plots[panel.id] = MetricPlot(panel.title, panel.keys, data)
+                row.addWidget(plot)
+            self.addTab(page, title)
+
+
 class DashboardPanel(QtWidgets.QWidget):
-    """The open run's panels; `losses` is handed to the window for a dock of its own."""
+    """The open run's panels, and the charts a person added below them; the health tabs (the
+    losses first) are handed to the window for a dock of their own."""
+
+    charts_changed = QtCore.Signal()
 
     def __init__(self, session: RunSession, parent=None):
         super().__init__(parent)
@@ -139,21 +186,35 @@ class DashboardPanel(QtWidgets.QWidget):
         region.setZValue(-10)
         self.balance.plotItem.addItem(region, ignoreBounds=True)
         self.difficulty = DifficultyPlot(data)
-        self.losses = MetricPlot(LOSSES.title, LOSSES.keys, data)
-        self.plots: list[MetricPlot] = [self.policy, self.agreement, self.balance, self.difficulty, self.losses]
+        self.health = HealthTabs(data)
+        self.losses = self.health.plots[LOSSES.id]
+        self.system = self.health.plots[SYSTEM_USE.id], self.health.plots[SYSTEM_MEMORY.id]
+        self.plots: list[MetricPlot] = [self.policy, self.agreement, self.balance, self.difficulty,
+                                        *self.health.plots.values()]
         self._tiers: set[str] = set()
 
         self.view = ViewControls()
         self.view.changed.connect(self._apply_view)
-        grid = QtWidgets.QGridLayout()
-        grid.addWidget(self.policy, 0, 0)
-        grid.addWidget(self.agreement, 0, 1)
-        grid.addWidget(self.balance, 1, 0)
-        grid.addWidget(self.difficulty, 1, 1)
+        self.add_button = QtWidgets.QPushButton("Add chart…")
+        self.add_button.setToolTip("A chart of any stored metric key, or of several in one chart")
+        self.add_button.clicked.connect(self.ask_add_chart)
+        self.view.bar.addWidget(self.add_button)
+        self.fixed = [self.policy, self.agreement, self.balance, self.difficulty]
+        self.added: list[MetricPlot] = []
+        self.grid = QtWidgets.QGridLayout()
+        charts = QtWidgets.QWidget()
+        charts.setLayout(self.grid)
+        # added charts make the grid taller than the window: it scrolls rather than squeeze them
+        self.chart_area = scroll = QtWidgets.QScrollArea()
+        scroll.setWidgetResizable(True)
+        scroll.setFrameShape(QtWidgets.QFrame.Shape.NoFrame)
+        scroll.setWidget(charts)
+        self._row_height = PANEL_MIN_HEIGHT
+        self._place_charts()
         layout = QtWidgets.QVBoxLayout(self)
         layout.setContentsMargins(4, 4, 4, 4)
         layout.addWidget(self.view)
-        layout.addLayout(grid, 1)
+        layout.addWidget(scroll, 1)
         self.timer = QtCore.QTimer(self)
         self.timer.setInterval(REDRAW_MS)
         self._next = 0
@@ -162,6 +223,83 @@ class DashboardPanel(QtWidgets.QWidget):
         self._apply_view()
         session.cleared.connect(self.reset)
         session.events_added.connect(self.add_events)
+
+    # -- added charts -------------------------------------------------------------------------
+    def _place_charts(self) -> None:
+        """The four panels, then the added charts, two to a row in the order given."""
+        for plot in [*self.fixed, *self.added]:
+            self.grid.removeWidget(plot)
+        for i, plot in enumerate([*self.fixed, *self.added]):
+            self.grid.addWidget(plot, i // 2, i % 2)
+            plot.setMinimumHeight(self._row_height)
+            # widths from the columns' stretch alone (a plot's size hint follows its legend)
+            plot.setSizePolicy(QtWidgets.QSizePolicy.Policy.Ignored, QtWidgets.QSizePolicy.Policy.Expanding)
+        for row in range(self.grid.rowCount()):
+            self.grid.setRowStretch(row, 1)
+        for column in (0, 1):       # equal halves, whatever each chart's legend would like
+            self.grid.setColumnStretch(column, 1)
+
+    def resizeEvent(self, event) -> None:
+        """The four panels fill the view as they did before any chart was added (added charts are
+        as tall and come below, reached by scrolling); never shorter than PANEL_MIN_HEIGHT."""
+        super().resizeEvent(event)
+        height = max(PANEL_MIN_HEIGHT, (self.chart_area.height() - 2 * self.grid.verticalSpacing()) // 2)
+        if height != self._row_height:
+            self._row_height = height
+            for plot in [*self.fixed, *self.added]:
+                plot.setMinimumHeight(height)
+
+    def ask_add_chart(self) -> None:
+        picker = KeyPicker(self.data.columns, self)
+        picker.accepted.connect(lambda: picker.chosen() and self.add_chart(picker.chosen()))
+        picker.finished.connect(picker.deleteLater)
+        picker.open()
+        self.picker = picker      # tests answer it
+
+    def add_chart(self, keys: list[str]) -> MetricPlot:
+        plot = MetricPlot(chart_title(keys), tuple(keys), self.data)
+        menu = plot.plotItem.vb.menu
+        menu.addSeparator()
+        for text, slot in (("Move chart earlier", lambda: self.move_chart(plot, -1)),
+                           ("Move chart later", lambda: self.move_chart(plot, 1)),
+                           ("Remove chart", lambda: self.remove_chart(plot))):
+            menu.addAction(text).triggered.connect(slot)
+        self.added.append(plot)
+        self.plots.append(plot)
+        plot.set_view(self.view.x_axis(), self.view.smoothing_weight(), log_y=False)
+        self._place_charts()
+        plot.refresh()
+        self.charts_changed.emit()
+        return plot
+
+    def remove_chart(self, plot: MetricPlot) -> None:
+        self.added.remove(plot)
+        self.plots.remove(plot)
+        self._next = 0
+        self.grid.removeWidget(plot)
+        plot.setParent(None)
+        plot.deleteLater()
+        self._place_charts()
+        self.charts_changed.emit()
+
+    def move_chart(self, plot: MetricPlot, step: int) -> None:
+        i = self.added.index(plot)
+        j = min(max(i + step, 0), len(self.added) - 1)
+        self.added.insert(j, self.added.pop(i))
+        self._place_charts()
+        self.charts_changed.emit()
+
+    def chart_keys(self) -> list[list[str]]:
+        """The added charts' keys, in order (what the console remembers per database)."""
+        return [list(plot.curves) for plot in self.added]
+
+    def set_charts(self, charts: list[list[str]]) -> None:
+        """Replace the added charts (another database's layout)."""
+        with QtCore.QSignalBlocker(self):
+            for plot in list(self.added):
+                self.remove_chart(plot)
+            for keys in charts:
+                self.add_chart(keys)
 
     def _apply_view(self) -> None:
         v = self.view
@@ -196,7 +334,8 @@ class DashboardPanel(QtWidgets.QWidget):
         for _ in range(len(self.plots)):
             plot = self.plots[self._next]
             self._next = (self._next + 1) % len(self.plots)
-            if plot.needs_refresh():
+            # a plot on a tab not in front waits: it is drawn on the first tick after it shows
+            if plot.needs_refresh() and plot.isVisibleTo(plot.window()):
                 plot.refresh()
                 return
 
@@ -209,6 +348,7 @@ class DashboardPanel(QtWidgets.QWidget):
     def add_events(self, events: list[dict]) -> None:
         marks = [(e["iteration"], e["kind"]) for e in events
                  if e.get("kind") in MARKER_KINDS and _finite(e.get("iteration"))]
+        marks += alert_marks(events)
         if marks:
             for plot in self.plots:
                 plot.add_markers(marks)

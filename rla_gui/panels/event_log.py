@@ -17,6 +17,7 @@ from PySide6.QtCore import QModelIndex, Qt, Signal
 from PySide6.QtGui import QColor, QFont, QFontMetrics
 from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QTableView, QVBoxLayout, QWidget
 
+from rla_engine.alerts import ALERTS, RAISED, RUN_ENDED, describe
 from rla_engine.vocabulary import CommandKind, EventKind
 
 from ..widgets.list_model import ListTableModel
@@ -33,6 +34,7 @@ SKIPPED = frozenset({EventKind.EPISODE, EventKind.SAMPLES})
 # translucent so they tint either a light or a dark palette
 FAILED_BACKGROUND = QColor(220, 40, 40, 90)
 REJECTED_BACKGROUND = QColor(230, 160, 20, 60)
+ALERT_BACKGROUND = QColor(230, 85, 13, 70)
 
 
 def _f(v, fmt: str = ".2f") -> str:
@@ -88,6 +90,19 @@ def _placed(p: dict) -> str:
     return f"Ray workers: {', '.join(f'{n} {r}' for r, n in roles.items())} on {nodes} node{'s' * (nodes != 1)}"
 
 
+def _alert(p: dict) -> str:
+    """Raised: what holds, what it means and what a person might do; cleared: since when, and why."""
+    rule = ALERTS.get(str(p.get("alert")))
+    title = rule.title if rule else str(p.get("alert", "alert"))
+    if p.get("state") == RAISED:
+        again = " (still, after the resume)" if p.get("resumed") else ""
+        return f"⚠ {title}{again}: {describe(p)}. {p.get('message', '')} What to do: {p.get('advice', '')}".strip()
+    why = "the run ended" if p.get("reason") == RUN_ENDED else "the condition ended"
+    value = p.get("value")
+    now = f" (now {value:.3g})" if isinstance(value, (int, float)) else ""
+    return f"✓ {title} cleared: {why}{now}; it held since iteration {p.get('since', '?')}"
+
+
 def _stopped(p: dict) -> str:
     cut = f" (iteration {p['abandoned_iteration']} cut short, not kept)" if "abandoned_iteration" in p else ""
     return str(p.get("reason", "stopped")) + cut
@@ -108,6 +123,7 @@ SUMMARIES: dict[str, Callable[[dict], str]] = {
     E.WORKER_RESTARTED: lambda p: f"{p['role']} worker {p['index']} restarted (#{p['restart']}): {p['error']}",
     E.REWOUND: lambda p: f"to iteration {p.get('to', '?')} ({p.get('rows', '?')} rows removed)",
     E.RESUMED_FROM_CHECKPOINT: lambda p: f"from {p.get('checkpoint', '?')}, target {p.get('target', '?')}",
+    E.ALERT: _alert,
 }
 
 
@@ -144,11 +160,16 @@ class EventTableModel(ListTableModel):
             return cells[index.column()]
         kind = event.get("kind")
         if role == Qt.ItemDataRole.BackgroundRole:
+            if kind == E.ALERT:
+                raised = isinstance(event.get("payload"), dict) and event["payload"].get("state") == RAISED
+                return ALERT_BACKGROUND if raised else None
             return {E.FAILED: FAILED_BACKGROUND, E.COMMAND_REJECTED: REJECTED_BACKGROUND}.get(kind)
         if role == Qt.ItemDataRole.FontRole and kind == E.FAILED:
             font = QFont()
             font.setBold(True)
             return font
+        if role == Qt.ItemDataRole.ToolTipRole and index.column() == 3 and kind == E.ALERT:
+            return cells[3]      # the sentence, whole (the column cuts it)
         if role == Qt.ItemDataRole.ToolTipRole and index.column() == 3:
             text = json.dumps(event.get("payload"), indent=1, default=str)
             return text if len(text) <= TOOLTIP_CHARS else text[:TOOLTIP_CHARS] + "…"

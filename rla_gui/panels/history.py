@@ -1,126 +1,32 @@
-"""History: every run of the database, sortable and filterable, with open/clone/resume/archive/delete."""
+"""History: every run of the database, sortable and filterable, with open/clone/resume/archive/delete;
+columns a person chooses (Columns…: configuration fields, metrics' final and best values),
+remembered per database, and the runs grouped by a column (a tree with each group's mean ± std)."""
 from __future__ import annotations
 
-import math
-import time
+import hashlib
+import json
+from pathlib import Path
 from typing import cast
 
 from PySide6 import QtCore, QtGui, QtWidgets
 
-from rla_engine import metrics
-from rla_engine.text import as_html, shown
-from rla_engine.vocabulary import DAMAGED
+from ..widgets.column_chooser import ColumnChooser, choices
+from ..widgets.run_columns import FIELD, FIXED, RUN, RUN_COLUMNS, Column, parse
+from .run_groups import GroupTree, GroupTreeModel
+from .runs_model import COLUMNS, Role, RunsFilter, RunsModel, duration_text
 
-COLUMNS = [("name", "name"), ("status", "status"), ("preset", "preset"), ("started", "started_at"),
-           ("duration", "duration"), ("iter", "iteration"), ("success", metrics.SUCCESS),
-           ("eval", metrics.EVAL_SUCCESS), ("μ", metrics.MU), ("difficulty", metrics.DIFFICULTY_MEAN), ("id", "id")]
-STATUS_COLOURS = {"running": "#2ca02c", "paused": "#ff7f0e", "crashed": "#d62728", "failed": "#d62728",
-                  DAMAGED: "#d62728"}
+__all__ = ["COLUMNS", "HistoryPanel", "RunsFilter", "RunsModel", "database_key", "duration_text"]
 
 
-def duration_text(seconds: float | None) -> str:
-    if seconds is None:
-        return ""
-    m, s = divmod(int(seconds), 60)
-    h, m = divmod(m, 60)
-    return f"{h}:{m:02d}:{s:02d}" if h else f"{m}:{s:02d}"
-
-
-def _damage_text(row: dict) -> str:
-    damaged = row.get("damaged") or {}
-    return ("damaged row: " + ", ".join(f"{column} holds {what}" for column, what in damaged.items())
-            if damaged else "")
-
-
-class RunsModel(QtCore.QAbstractTableModel):
-    def __init__(self):
-        super().__init__()
-        self.rows: list[dict] = []
-
-    def set_rows(self, rows: list[dict]) -> None:
-        if [r["id"] for r in rows] == [r["id"] for r in self.rows]:
-            self.rows = rows
-            self.dataChanged.emit(self.index(0, 0), self.index(len(rows) - 1, len(COLUMNS) - 1))
-        else:     # rows came or went: a reset (the panel re-selects by run id)
-            self.beginResetModel()
-            self.rows = rows
-            self.endResetModel()
-
-    def rowCount(self, parent=QtCore.QModelIndex()) -> int:
-        return 0 if parent.isValid() else len(self.rows)
-
-    def columnCount(self, parent=QtCore.QModelIndex()) -> int:
-        return len(COLUMNS)
-
-    def headerData(self, section, orientation, role=QtCore.Qt.ItemDataRole.DisplayRole):
-        if role == QtCore.Qt.ItemDataRole.DisplayRole and orientation == QtCore.Qt.Orientation.Horizontal:
-            return COLUMNS[section][0]
-        return None
-
-    def data(self, index, role=QtCore.Qt.ItemDataRole.DisplayRole):
-        row, (_, field) = self.rows[index.row()], COLUMNS[index.column()]
-        value = row.get(field)
-        if role == QtCore.Qt.ItemDataRole.UserRole:      # sort key: numbers as numbers
-            unknown = value is None or (isinstance(value, float) and math.isnan(value))   # NaN: unreadable
-            return float("-inf") if unknown else value
-        if role == QtCore.Qt.ItemDataRole.ForegroundRole and field == "status" and value in STATUS_COLOURS:
-            return QtGui.QBrush(QtGui.QColor(STATUS_COLOURS[value]))
-        if role == QtCore.Qt.ItemDataRole.ToolTipRole:
-            # as HTML that shows the text verbatim: Qt would take a note like "<b>…" for markup
-            tip = "\n".join(filter(None, [_damage_text(row), row.get("error"), row.get("notes")]))
-            return as_html(tip) if tip else None
-        if role != QtCore.Qt.ItemDataRole.DisplayRole:
-            return None
-        if field in (row.get("damaged") or {}):     # a hand-edited row (see rla_engine/store/reads.py)
-            return shown(row, field)
-        if field == "started_at":
-            return time.strftime("%Y-%m-%d %H:%M", time.localtime(value)) if value else ""
-        if field == "duration":
-            return duration_text(value)
-        if isinstance(value, float):
-            return f"{value:.3f}" if math.isfinite(value) else "?"
-        return shown(row, field)          # names, presets, ids: control characters escaped
-
-
-class RunsFilter(QtCore.QSortFilterProxyModel):
-    """Matches the typed text in the visible columns, or — through the database's full-text
-    index — in a run's notes and tags (`extra_ids`, filled asynchronously)."""
-
-    def __init__(self, parent=None):
-        super().__init__(parent)
-        self.text = ""
-        self.extra_ids: set[str] = set()
-
-    def _change(self, **state) -> None:
-        # Qt ≥ 6.9 brackets a filter change (invalidateFilter is deprecated there)
-        begin = getattr(self, "beginFilterChange", None)
-        if begin is not None:
-            begin()
-        self.__dict__.update(state)
-        if begin is not None:
-            self.endFilterChange()
-        else:
-            self.invalidateFilter()
-
-    def set_text(self, text: str) -> None:
-        self._change(text=text.strip().lower())
-
-    def set_extra_ids(self, ids: set[str]) -> None:
-        self._change(extra_ids=ids)
-
-    def filterAcceptsRow(self, row: int, parent) -> bool:
-        if not self.text:
-            return True
-        rec = cast(RunsModel, self.sourceModel()).rows[row]
-        if rec["id"] in self.extra_ids:
-            return True
-        hay = " ".join(str(rec.get(k) or "") for k in ("name", "status", "preset", "id", "notes", "tags")).lower()
-        return self.text in hay
+def database_key(path: Path) -> str:
+    """The settings group of one database's history columns: its resolved path, hashed."""
+    return "history/databases/" + hashlib.sha256(str(Path(path).resolve()).encode()).hexdigest()[:16]
 
 
 class HistoryPanel(QtWidgets.QWidget):
     open_requested = QtCore.Signal(str)
     compare_requested = QtCore.Signal(list)
+    group_compare_requested = QtCore.Signal(str, list)     # the grouping column's id, [(label, [run id…])…]
     search_changed = QtCore.Signal(str)
     notes_edited = QtCore.Signal(str, str, list)       # run id, notes, tags
     clone_requested = QtCore.Signal(str)
@@ -128,13 +34,15 @@ class HistoryPanel(QtWidgets.QWidget):
     archive_requested = QtCore.Signal(str, bool)
     delete_requested = QtCore.Signal(str)
     show_archived_changed = QtCore.Signal(bool)
+    columns_changed = QtCore.Signal(list)              # the chosen columns' ids: their values are to be read
+    choices_requested = QtCore.Signal()                # Columns…: the database's fields and keys are wanted
 
     def __init__(self, parent=None):
         super().__init__(parent)
         self.model = RunsModel()
         self.proxy = RunsFilter(self)
         self.proxy.setSourceModel(self.model)
-        self.proxy.setSortRole(QtCore.Qt.ItemDataRole.UserRole)
+        self.proxy.setSortRole(Role.UserRole)
         self.table = QtWidgets.QTableView()
         self.table.setModel(self.proxy)
         self.table.setSortingEnabled(True)
@@ -144,11 +52,35 @@ class HistoryPanel(QtWidgets.QWidget):
         self.table.verticalHeader().hide()
         self.table.horizontalHeader().setStretchLastSection(True)
         self.table.doubleClicked.connect(lambda _: self._emit(self.open_requested))
+        self.groups = GroupTreeModel(self)
+        self.tree = GroupTree()
+        self.tree.setModel(self.groups)
+        self.tree.header().sortIndicatorChanged.connect(lambda *_: self._regroup())
+        self.tree.doubleClicked.connect(self._open_from_tree)
+        self._collapsed: set[str] = set()       # groups open unless the person closed them
+        self.tree.collapsed.connect(lambda i: self._opened(i, False))
+        self.tree.expanded.connect(lambda i: self._opened(i, True))
+        self.views = QtWidgets.QStackedWidget()
+        self.views.addWidget(self.table)
+        self.views.addWidget(self.tree)
+        self.group_by: Column | None = None
+        self.chosen: list[Column] = []
+        self.chooser: ColumnChooser | None = None
+        self._settings: QtCore.QSettings | None = None
+        self._db_key = ""
         self.filter = QtWidgets.QLineEdit()
-        self.filter.setPlaceholderText("Find run (Ctrl+F): name, notes, tags, status, id…")
+        self.filter.setPlaceholderText("Find run (Ctrl+F): name, notes, tags, status, id… or policy.lam=0.5")
         self.filter.setClearButtonEnabled(True)
         self.filter.textChanged.connect(self.proxy.set_text)
+        self.filter.textChanged.connect(lambda _: self._regroup())
         self.filter.textChanged.connect(self.search_changed)
+        self.group_box = QtWidgets.QComboBox()
+        self.group_box.setToolTip("Group the runs by a column: each group shows its count and the mean ± std "
+                                  "of the metric columns; select groups and press Compare")
+        self.group_box.currentIndexChanged.connect(lambda _: self.set_group_by(self.group_box.currentData()))
+        self.columns_button = QtWidgets.QPushButton("Columns…")
+        self.columns_button.setToolTip("Add columns: configuration fields, metrics' final or best values")
+        self.columns_button.clicked.connect(self.choices_requested)
         self.show_archived = QtWidgets.QCheckBox("archived")
         self.show_archived.toggled.connect(self.show_archived_changed)
         buttons = QtWidgets.QHBoxLayout()
@@ -162,7 +94,8 @@ class HistoryPanel(QtWidgets.QWidget):
         archive.clicked.connect(self._archive)
         buttons.addWidget(archive)
         compare = self.buttons["Compare"] = QtWidgets.QPushButton("Compare")
-        compare.setToolTip("Overlay the selected runs (select two or more), or the selected run's group")
+        compare.setToolTip("Overlay the selected runs (select two or more), or the selected run's group; "
+                           "selected groups of the grouped view as mean curves with a band")
         compare.clicked.connect(self._compare)
         buttons.addWidget(compare)
         buttons.addStretch(1)
@@ -178,39 +111,210 @@ class HistoryPanel(QtWidgets.QWidget):
         notes_row.addWidget(self.save_notes)
         top = QtWidgets.QHBoxLayout()
         top.addWidget(self.filter, 1)
+        top.addWidget(self.group_box)
+        top.addWidget(self.columns_button)
         top.addWidget(self.show_archived)
         layout = QtWidgets.QVBoxLayout(self)
         layout.setContentsMargins(2, 2, 2, 2)
         layout.addLayout(top)
-        layout.addWidget(self.table, 1)
+        layout.addWidget(self.views, 1)
         layout.addLayout(buttons)
         layout.addWidget(self.notes)
         layout.addLayout(notes_row)
         self._notes_for: list[str] = []
-        self.table.selectionModel().selectionChanged.connect(lambda *_: self._show_notes())
+        for view in (self.table, self.tree):
+            view.selectionModel().selectionChanged.connect(lambda *_: self._show_notes())
+        self._fill_group_box()
 
     def set_runs(self, rows: list[dict]) -> None:
         """New rows from the database; the selection follows its runs, not its row numbers."""
         selected = self.selected_ids()
         self.model.set_rows(rows)
-        if self.selected_ids() != selected:
+        if not self.grouped() and self.selected_ids() != selected:
             sel = self.table.selectionModel()
             sel.clearSelection()
             flags = QtCore.QItemSelectionModel.SelectionFlag.Select | QtCore.QItemSelectionModel.SelectionFlag.Rows
             for r, row in enumerate(self.model.rows):
                 if row["id"] in selected:
                     sel.select(self.proxy.mapFromSource(self.model.index(r, 0)), flags)
+        self._regroup()
+
+    def grouped(self) -> bool:
+        return self.group_by is not None
 
     def selected_ids(self) -> list[str]:
+        """The selected runs; in the grouped view a selected group stands for its runs."""
+        if self.grouped():
+            ids: list[str] = []
+            for index in self.tree.selectionModel().selectedRows():
+                group, run = self.groups.group_of(index), self.groups.run_of(index)
+                ids += [r["id"] for r in (group.members if group else [run] if run else []) if r["id"] not in ids]
+            return ids
         rows = {self.proxy.mapToSource(i).row() for i in self.table.selectionModel().selectedRows()}
         return [self.model.rows[r]["id"] for r in sorted(rows)]
 
     def select(self, run_id: str) -> None:
+        if self.grouped():
+            index = self.groups.run_index(run_id)
+            if index.isValid():
+                self.tree.expand(index.parent())
+                self.tree.setCurrentIndex(index)
+            return
         for r, row in enumerate(self.model.rows):
             if row["id"] == run_id:
                 self.table.selectRow(self.proxy.mapFromSource(self.model.index(r, 0)).row())
                 return
 
+    def _select_row(self, run_id: str) -> None:
+        """Add the run's row to the flat table's selection."""
+        flags = QtCore.QItemSelectionModel.SelectionFlag.Select | QtCore.QItemSelectionModel.SelectionFlag.Rows
+        for r, row in enumerate(self.model.rows):
+            if row["id"] == run_id:
+                self.table.selectionModel().select(self.proxy.mapFromSource(self.model.index(r, 0)), flags)
+
+    # -- chosen columns and grouping, remembered per database --------------------------------------
+    def use_database(self, settings: QtCore.QSettings, path: Path) -> None:
+        """The columns and grouping chosen last time for this database (none at first)."""
+        self._settings, self._db_key = None, database_key(path)
+        try:
+            ids = json.loads(str(settings.value(f"{self._db_key}/columns", "[]")))
+        except ValueError:      # a hand-edited settings file: the fixed columns only
+            ids = []
+        self.set_columns([i for i in ids if isinstance(i, str)] if isinstance(ids, list) else [])
+        self.set_group_by(str(settings.value(f"{self._db_key}/group_by", "")) or None)
+        self._settings = settings
+
+    def show_chooser(self, config_fields: list[str], metric_names: list[str]) -> ColumnChooser:
+        """Columns…: the database's fields and keys arrived; the chosen ones replace the shown ones."""
+        chooser = ColumnChooser(choices(config_fields, metric_names), [c.id for c in self.chosen], self)
+        chooser.accepted.connect(lambda: self.set_columns(chooser.chosen()))
+        chooser.finished.connect(chooser.deleteLater)
+        chooser.open()
+        self.chooser = chooser     # tests answer it
+        return chooser
+
+    def set_columns(self, column_ids: list[str]) -> None:
+        chosen = [c for c in map(parse, dict.fromkeys(column_ids)) if c is not None and c.kind != FIELD]
+        header = self.table.horizontalHeader()
+        section, order = header.sortIndicatorSection(), header.sortIndicatorOrder()
+        self.chosen = chosen
+        self.model.set_columns([*FIXED, *chosen])
+        self.proxy.reparse()
+        if 0 <= section < self.model.columnCount():
+            self.table.sortByColumn(section, order)
+        else:
+            self.table.sortByColumn(3, QtCore.Qt.SortOrder.DescendingOrder)
+        width = self.table.fontMetrics()
+        for i, column in enumerate(chosen, start=len(FIXED)):     # a header reads whole
+            header.resizeSection(i, max(header.defaultSectionSize(), width.horizontalAdvance(column.title) + 28))
+        self._fill_group_box()
+        self._remember("columns", json.dumps([c.id for c in chosen]))
+        self.columns_changed.emit([c.id for c in chosen])
+
+    def _fill_group_box(self) -> None:
+        wanted = self.group_by.id if self.group_by else None
+        self.group_box.blockSignals(True)
+        self.group_box.clear()
+        self.group_box.addItem("group by: none", None)
+        for column in [*RUN_COLUMNS, *(c for c in self.chosen if c.kind != RUN)]:
+            self.group_box.addItem(f"group by: {column.title}", column.id)
+        found = self.group_box.findData(wanted)
+        self.group_box.setCurrentIndex(max(found, 0))
+        self.group_box.blockSignals(False)
+        if wanted is not None and found < 0:       # its column was removed
+            self.set_group_by(None)
+
+    def set_group_by(self, column_id: str | None) -> None:
+        column = parse(column_id) if column_id else None
+        if column is not None and self.group_box.findData(column.id) < 0:
+            column = None
+        changed = (column.id if column else None) != (self.group_by.id if self.group_by else None)
+        selected = self.selected_ids()      # the runs stay selected in the other view
+        self.group_by = column
+        self.group_box.blockSignals(True)
+        self.group_box.setCurrentIndex(max(self.group_box.findData(column.id if column else None), 0))
+        self.group_box.blockSignals(False)
+        self._remember("group_by", column.id if column else "")
+        if column is None:
+            self.views.setCurrentWidget(self.table)
+            if changed:
+                self.table.clearSelection()
+                for run_id in selected:
+                    self._select_row(run_id)
+            return
+        if changed:      # the tree takes the table's order, and opens with every group expanded
+            self._collapsed.clear()
+            header = self.table.horizontalHeader()
+            self.tree.header().blockSignals(True)
+            self.tree.header().setSortIndicator(header.sortIndicatorSection(), header.sortIndicatorOrder())
+            self.tree.header().blockSignals(False)
+        self.views.setCurrentWidget(self.tree)
+        self._regroup()
+        if changed:
+            self._fit_tree_columns()
+            flags = QtCore.QItemSelectionModel.SelectionFlag.Select | QtCore.QItemSelectionModel.SelectionFlag.Rows
+            for run_id in selected:
+                self.tree.selectionModel().select(self.groups.run_index(run_id), flags)
+
+    def _fit_tree_columns(self) -> None:
+        """The table's widths, widened where a group's row says more: its label and count in the
+        first column, "mean ± std" under each metric (measured on the texts, not by a pass over
+        every row)."""
+        bold = QtGui.QFont(self.tree.font())
+        bold.setBold(True)
+        metrics = QtGui.QFontMetrics(bold)
+        header = self.table.horizontalHeader()
+        label = max((metrics.horizontalAdvance(self.groups.index(i, 0).data() or "")
+                     for i in range(self.groups.rowCount())), default=0)
+        stat = metrics.horizontalAdvance("0.000 ± 0.000") + 12
+        for i, column in enumerate(self.model.columns):
+            width = header.sectionSize(i)
+            if i == 0:
+                width = max(width, label + self.tree.indentation() + 16)
+            elif column.is_metric:
+                width = max(width, stat)
+            self.tree.setColumnWidth(i, width)
+
+    def _opened(self, index: QtCore.QModelIndex, is_open: bool) -> None:
+        group = self.groups.group_of(index)
+        if group is not None:
+            (self._collapsed.discard if is_open else self._collapsed.add)(group.key)
+
+    def _remember(self, name: str, value: str) -> None:
+        if self._settings is not None:
+            self._settings.setValue(f"{self._db_key}/{name}", value)
+
+    def _regroup(self) -> None:
+        """Rebuild the tree from the current rows, filter and sort, keeping what was collapsed and
+        selected (by group and run, not by row number)."""
+        if self.group_by is None:
+            return
+        selection = self.tree.selectionModel()
+        picked = [(g.key if (g := self.groups.group_of(i)) else None, r["id"] if (r := self.groups.run_of(i)) else None)
+                  for i in selection.selectedRows()]
+        scroll = self.tree.verticalScrollBar().value()
+        header = self.tree.header()
+        rows = [r for r in self.model.rows if self.proxy.accepts(r)]
+        self.groups.rebuild(rows, self.model.columns, self.group_by, header.sortIndicatorSection(),
+                            header.sortIndicatorOrder() == QtCore.Qt.SortOrder.DescendingOrder)
+        collapsed = set(self._collapsed)
+        for i, group in enumerate(self.groups.groups):
+            if group.key not in collapsed:
+                self.tree.setExpanded(self.groups.index(i, 0), True)
+        flags = QtCore.QItemSelectionModel.SelectionFlag.Select | QtCore.QItemSelectionModel.SelectionFlag.Rows
+        for group_key, run_id in picked:
+            index = self.groups.group_index(group_key) if group_key else self.groups.run_index(run_id or "")
+            if index.isValid():
+                selection.select(index, flags)
+        self.tree.verticalScrollBar().setValue(scroll)
+
+    def selected_groups(self) -> list:
+        """The groups whose own rows are selected in the grouped view."""
+        if not self.grouped():
+            return []
+        return [g for i in self.tree.selectionModel().selectedRows() if (g := self.groups.group_of(i))]
+
+    # -- view state --------------------------------------------------------------------------------
     def save_state(self, settings: QtCore.QSettings) -> None:
         header = self.table.horizontalHeader()
         settings.setValue("history/sort_column", header.sortIndicatorSection())
@@ -235,6 +339,11 @@ class HistoryPanel(QtWidgets.QWidget):
         matches — unless a later keystroke has already overtaken that query."""
         if self.filter.text() == query:
             self.proxy.set_extra_ids(ids)
+            self._regroup()
+
+    def _open_from_tree(self, index: QtCore.QModelIndex) -> None:
+        if self.groups.run_of(index) is not None:     # a group's row opens and closes, as in any tree
+            self._emit(self.open_requested)
 
     def _emit(self, signal) -> None:
         ids = self.selected_ids()
@@ -242,6 +351,11 @@ class HistoryPanel(QtWidgets.QWidget):
             signal.emit(ids[0])
 
     def _compare(self) -> None:
+        groups = self.selected_groups()
+        if groups and self.group_by is not None:
+            self.group_compare_requested.emit(self.group_by.id, [(g.label, [r["id"] for r in g.members])
+                                                                 for g in groups])
+            return
         ids = self.selected_ids()
         if len(ids) == 1:      # one run of a group: compare the whole group
             group = next(r for r in self.model.rows if r["id"] == ids[0]).get("group_id")

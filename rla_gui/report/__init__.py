@@ -12,6 +12,7 @@ this package adds the two rendered formats to them. Importing it is cheap and Qt
 from __future__ import annotations
 
 import importlib
+from collections.abc import Sequence
 from pathlib import Path
 
 from rla_engine.export import export as export_runs
@@ -27,16 +28,17 @@ def _renderer(fmt: str, name: str):
     return getattr(module, name)
 
 
-def render(fmt: str, bundles: list[dict], path: Path, force: bool) -> None:
-    """Write the HTML or PDF report of `bundles` at `path`, atomically (rla_engine.export.Render)."""
+def render(fmt: str, bundles: list[dict], path: Path, force: bool, added: Sequence[Sequence[str]] = ()) -> None:
+    """Write the HTML or PDF report of `bundles` at `path`, atomically (rla_engine.export.Render);
+    `added`: the console's added charts, each a list of metric keys."""
     from rla_engine.export.files import atomic_path, write_atomic
 
     if fmt == "html":
-        write_atomic(path, _renderer("html", "render_html")(bundles), force)
+        write_atomic(path, _renderer("html", "render_html")(bundles, added=added), force)
         return
     write_pdf = _renderer("pdf", "write_pdf")
     with atomic_path(path, force) as tmp:
-        write_pdf(bundles, tmp)
+        write_pdf(bundles, tmp, added=added)
         if tmp.stat().st_size == 0:
             raise RuntimeError("the PDF writer produced an empty file")
 

@@ -31,6 +31,7 @@ from rla_engine.export.files import OutputError, write_atomic_many
 from rla_engine.store import StoreError, open_store
 
 from ..panel_spec import PALETTE
+from ..widgets.mean_band import add_band, mean_curve
 from ..widgets.readout import LegendRow
 from .charts import INK, SCALE, Chart, LegendEntry, _Canvas
 
@@ -59,31 +60,11 @@ def curves_chart(arms: dict[str, list[tuple[np.ndarray, np.ndarray]]], width: in
         x = x / scale
         seeds = sum(len(r[0]) > 1 for r in runs)
         if seeds > 1 and len(x) > 1:
-            lo = pg.PlotDataItem(x, mean - std, pen=pg.mkPen(None))
-            hi = pg.PlotDataItem(x, mean + std, pen=pg.mkPen(None))
-            fill = pg.mkColor(colour)
-            fill.setAlpha(35)
-            c.plot.addItem(lo)
-            c.plot.addItem(hi)
-            c.plot.addItem(pg.FillBetweenItem(lo.curve, hi.curve, brush=pg.mkBrush(fill)))
+            add_band(c.plot, x, mean - std, mean + std, colour)
         c.line(x, mean, colour, f"{arm} ({seeds} seed{'s' if seeds > 1 else ''})", smooth=False)
     c.plot.setYRange(0, 1, padding=0.03)
     return _with_legend(c).chart("ablation-curves", "Held-out success against environment steps",
                    note="Mean over seeds; the band is ± one standard deviation.")
-
-
-def mean_curve(runs: list[tuple[np.ndarray, np.ndarray]], grid: np.ndarray
-               ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(x, mean, sample std) of the seeds' curves, interpolated on `grid`, where every seed has
-    evaluated (a mean over the seeds still running would jump as they drop out)."""
-    ys = [np.interp(grid, x, y, left=np.nan, right=np.nan) for x, y in runs if len(x) > 1]
-    if not ys:
-        return np.array([]), np.array([]), np.array([])
-    stack = np.vstack(ys)
-    reached = np.all(np.isfinite(stack), axis=0)
-    stack = stack[:, reached]
-    std = stack.std(0, ddof=1) if len(ys) > 1 else np.zeros(stack.shape[1])
-    return grid[reached], stack.mean(0), std
 
 
 def theory_chart(points: np.ndarray, m: int, width: int = 820, height: int = 420) -> Chart:

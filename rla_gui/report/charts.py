@@ -17,6 +17,7 @@ from ..headless import ensure_offscreen
 
 ensure_offscreen()      # before Qt loads
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -27,7 +28,7 @@ from rla_engine import metrics
 from rla_engine.vocabulary import VARIANT_KINDS, EventKind
 
 from ..panel_spec import (AGREEMENT, BALANCE, DIFFICULTY, LOSSES, MARKER_COLOURS, MARKER_KINDS, PALETTE, POLICY,
-                          TIER_COLOURS, Panel, short)
+                          TIER_COLOURS, Panel, chart_title, short)
 from ..run_data import ema
 
 MAX_POINTS = 2000          # per drawn line: min/max per bin keeps 100,000 rows to ~2000 vertices
@@ -324,18 +325,32 @@ def run_charts(bundle: dict, data: Series | None = None, width: int = 800, heigh
     return out
 
 
+def panel_charts(bundle: dict, data: Series, panels, width: int = 430, height: int = 240) -> list[Chart]:
+    """A chart per panel that has data (the training-health and system panels, a person's added
+    charts), for the report's grid of small charts."""
+    marks = markers(bundle)
+    return [_panel(data, marks, p, width, height).chart(p.id, p.title) for p in panels
+            if any(k in data for k in p.keys)]
+
+
+def added_panels(charts: Sequence[Sequence[str]]) -> list[Panel]:
+    """The console's added charts (each a list of keys) as panels."""
+    return [Panel(f"added-{i}", chart_title(tuple(keys)), tuple(keys)) for i, keys in enumerate(charts) if keys]
+
+
 def run_colour(i: int) -> str:
     """The stable colour of the i-th run of a comparison (the order the caller gave)."""
     return PALETTE[i % len(PALETTE)]
 
 
 def comparison_charts(bundles: list[dict], datas: list[Series] | None = None, width: int = 430,
-                      height: int = 240) -> list[Chart]:
-    """One chart per key with every run overlaid in its colour, and the last evaluation by tier."""
+                      height: int = 240, extra_keys: Sequence[str] = ()) -> list[Chart]:
+    """One chart per key with every run overlaid in its colour (the fixed keys, then `extra_keys`:
+    a person's added charts), and the last evaluation by tier."""
     datas = [series(b) for b in bundles] if datas is None else datas
     names = [str(b["run"].get("name") or b["run"]["id"]) for b in bundles]
     out = []
-    for key in COMPARE_KEYS:
+    for key in dict.fromkeys((*COMPARE_KEYS, *extra_keys)):
         if not any(key in d for d in datas):
             continue
         c = _Canvas(width, height)

@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import base64
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from rla_engine import metrics
 from rla_engine.summary import config_differences, flatten
 
+from ..panel_spec import HEALTH_PANELS
 from . import charts
 from . import sections
 from .escape import DASH, duration, esc, kv_table, num, table, value_text, when
@@ -68,15 +69,18 @@ td.group{background-color:#f5f6f8;font-weight:bold}
 code{font-family:"DejaVu Sans Mono",monospace}
 """
 
-SECTIONS = ("title", "summary", "charts", "eval-tiers", "config", "events", "adaptation", "pool", "environment")
-COMPARISON_SECTIONS = ("title", "summary", "config-diff", "charts", "eval-tiers", "config", "runs", "environment")
+SECTIONS = ("title", "summary", "charts", "eval-tiers", "alerts", "config", "events", "adaptation", "pool",
+            "environment")
+COMPARISON_SECTIONS = ("title", "summary", "config-diff", "charts", "eval-tiers", "config", "alerts", "runs",
+                       "environment")
 SYMBOLS = {"line": "━━", "dash": "╍╍", "band": "██", "marker": "┆", "triangle": "▲", "cross": "✕"}
 QT_WIDTH = 640        # the text width of an A4 page with 2 cm margins, in Qt's 96-dpi units
 
 
-def render_html(bundles: list[dict], environment: dict | None = None) -> str:
-    """The report as one HTML document: one bundle → a run report, several → a comparison."""
-    return compose(bundles, environment, image=data_uri, qt=False)
+def render_html(bundles: list[dict], environment: dict | None = None, added: Sequence[Sequence[str]] = ()) -> str:
+    """The report as one HTML document: one bundle → a run report, several → a comparison.
+    `added`: the console's added charts (each a list of keys)."""
+    return compose(bundles, environment, image=data_uri, qt=False, added=added)
 
 
 def data_uri(chart: charts.Chart) -> str:
@@ -138,19 +142,19 @@ class _Doc:
 
 
 def compose(bundles: list[dict], environment: dict | None, *, image: Callable[[charts.Chart], str],
-            qt: bool) -> str:
+            qt: bool, added: Sequence[Sequence[str]] = ()) -> str:
     if not bundles:
         raise ValueError("a report needs at least one run")
     facts = [sections.Facts(b) for b in bundles]
     doc = _Doc(image, qt)
     if len(bundles) == 1:
-        _single(doc, facts[0], environment)
+        _single(doc, facts[0], environment, added)
         return doc.html(f"RLAnything report — {facts[0].name}")
-    _comparison(doc, facts, environment)
+    _comparison(doc, facts, environment, added)
     return doc.html(f"RLAnything comparison — {len(facts)} runs")
 
 
-def _single(doc: _Doc, f: sections.Facts, environment: dict | None) -> None:
+def _single(doc: _Doc, f: sections.Facts, environment: dict | None, added: Sequence[Sequence[str]]) -> None:
     by_id = {c.id: c for c in charts.run_charts(f.bundle, f.data)}
     doc.section("title", "", page_break=False)
     doc.add(sections.title_block(f))     # holds the summary section too
@@ -161,6 +165,16 @@ def _single(doc: _Doc, f: sections.Facts, environment: dict | None) -> None:
               for i, cid in enumerate(("policy", "agreement", "balance", "difficulty", "losses"))))
     doc.section("eval-tiers", "Eval success by tier", page_break=False)
     doc.add(doc.figure(by_id["eval-tiers"]), sections.tier_table(f))
+    doc.section("alerts", "Alerts", page_break=False)
+    doc.add(sections.alerts_block(f.bundle))
+    health = charts.panel_charts(f.bundle, f.data, HEALTH_PANELS[1:])
+    if health:
+        doc.section("health", "Training health and system")
+        doc.figures(health)
+    mine = charts.panel_charts(f.bundle, f.data, charts.added_panels(added))
+    if mine:
+        doc.section("added", "Added charts")
+        doc.figures(mine)
     doc.section("config", "Configuration")
     doc.add(sections.config_table(f.config))
     doc.section("events", "Event timeline")
@@ -174,8 +188,10 @@ def _single(doc: _Doc, f: sections.Facts, environment: dict | None) -> None:
     doc.add(sections.environment_block([f], environment))
 
 
-def _comparison(doc: _Doc, facts: list[sections.Facts], environment: dict | None) -> None:
-    overlays = charts.comparison_charts([f.bundle for f in facts], [f.data for f in facts])
+def _comparison(doc: _Doc, facts: list[sections.Facts], environment: dict | None,
+                added: Sequence[Sequence[str]]) -> None:
+    overlays = charts.comparison_charts([f.bundle for f in facts], [f.data for f in facts],
+                                        extra_keys=[k for keys in added for k in keys])
     doc.section("title", "", page_break=False)
     doc.add(sections.kicker("RLAnything comparison report"),
             f"<h1>Comparison of {len(facts)} runs</h1>", run_list(facts))
@@ -191,6 +207,9 @@ def _comparison(doc: _Doc, facts: list[sections.Facts], environment: dict | None
     doc.add(tier_comparison_table(facts))
     doc.section("config", "Configuration")
     doc.add(config_table_multi(facts))
+    doc.section("alerts", "Alerts", page_break=False)
+    for i, f in enumerate(facts):
+        doc.add(f"<h3>{sections.run_label(f, i)}</h3>", sections.alerts_block(f.bundle))
     doc.section("runs", "The runs")
     for f in facts:
         doc.add(run_brief(f))

@@ -7,6 +7,7 @@ own when it paginates), page numbers at the foot, the big sections each on a new
 """
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from . import charts  # first: sets the offscreen platform where there is no display
@@ -17,8 +18,15 @@ from PySide6 import QtCore, QtGui
 RESOLUTION = 300     # dpi of the PDF's coordinate space: text is vector anyway; images keep their pixels
 
 
-def build_document(bundles: list[dict], environment: dict | None = None) -> QtGui.QTextDocument:
+def build_document(bundles: list[dict], environment: dict | None = None,
+                   added: Sequence[Sequence[str]] = ()) -> QtGui.QTextDocument:
     """The report as a QTextDocument with its charts as image resources (tests and previews)."""
+    return document(lambda image: compose(bundles, environment, image=image, qt=True, added=added), _title(bundles))
+
+
+def document(markup: Callable[[Callable[[charts.Chart], str]], str], title: str) -> QtGui.QTextDocument:
+    """The markup that `markup(image)` writes (`image` names each chart) as a QTextDocument with
+    the charts as image resources: any report of this package (a group comparison's too)."""
     charts.ensure_app()
     doc = QtGui.QTextDocument()
     images: list[tuple[str, charts.Chart]] = []
@@ -28,13 +36,13 @@ def build_document(bundles: list[dict], environment: dict | None = None) -> QtGu
         images.append((name, chart))
         return name
 
-    markup = compose(bundles, environment, image=image, qt=True)
+    text = markup(image)
     for name, chart in images:   # resources first: setHtml resolves the <img> names as it parses
         img = QtGui.QImage.fromData(chart.png, "PNG")  # type: ignore[arg-type]  # stubs: format is bytes
         doc.addResource(QtGui.QTextDocument.ResourceType.ImageResource, QtCore.QUrl(name), img)
     doc.setDefaultFont(QtGui.QFont("DejaVu Sans", 9))
-    doc.setHtml(markup)
-    doc.setMetaInformation(QtGui.QTextDocument.MetaInformation.DocumentTitle, _title(bundles))
+    doc.setHtml(text)
+    doc.setMetaInformation(QtGui.QTextDocument.MetaInformation.DocumentTitle, title)
     return doc
 
 
@@ -45,16 +53,21 @@ def _title(bundles: list[dict]) -> str:
     return f"RLAnything comparison — {len(bundles)} runs"
 
 
-def write_pdf(bundles: list[dict], path: Path, environment: dict | None = None) -> None:
+def write_pdf(bundles: list[dict], path: Path, environment: dict | None = None,
+              added: Sequence[Sequence[str]] = ()) -> None:
     """Write the report for `bundles` (one run, or a comparison of several) as a PDF at `path`.
     Writes `path` directly; the caller renames atomically."""
-    doc = build_document(bundles, environment)
+    print_pdf(build_document(bundles, environment, added), path, _title(bundles))
+
+
+def print_pdf(doc: QtGui.QTextDocument, path: Path, title: str) -> None:
+    """Paginate `doc` into a PDF at `path` (A4, QTextDocument's 2 cm margins, page numbers)."""
     writer = QtGui.QPdfWriter(str(path))
     writer.setResolution(RESOLUTION)
     writer.setPageSize(QtGui.QPageSize(QtGui.QPageSize.PageSizeId.A4))
     # zero writer margins: QTextDocument.print_ adds its 2 cm on every side and the page number
     writer.setPageMargins(QtCore.QMarginsF(0, 0, 0, 0), QtGui.QPageLayout.Unit.Millimeter)
-    writer.setTitle(_title(bundles))
+    writer.setTitle(title)
     writer.setCreator("RLAnything")
     doc.print_(writer)
     if not Path(path).exists() or Path(path).stat().st_size == 0:

@@ -12,6 +12,7 @@ import numpy as np
 
 from rla_engine import metrics
 from rla_engine.summary import HEADLINE_ROWS, best_value, final_value, flatten, run_duration
+from rla_engine.alerts import ALERTS, CLEARED, RAISED, RUN_ENDED, describe
 from rla_engine.vocabulary import VARIANT_KINDS, EventKind
 
 from . import charts
@@ -249,6 +250,50 @@ def events_block(bundle: dict, max_rows: int = MAX_EVENT_ROWS, chunk: int = 0) -
                      esc(e["kind"]), _timeline_details(e)])
     return out + (table(["iteration", "time", "event", "details"], rows, "events", numeric=(0,), chunk=chunk, wide=True)
                   if rows else "")
+
+
+def alert_spans(bundle: dict) -> list[dict]:
+    """Each alert the run raised, with where it began (`since`), where it was raised and where it
+    ended (None: still active when the data ends), in the order raised. A resumed run's repeated
+    raise continues the span its run's end had closed."""
+    spans: list[dict] = []
+    open_: dict[str, dict] = {}
+    for e in bundle.get("events") or ():
+        p = e.get("payload")
+        if e.get("kind") != EventKind.ALERT or not isinstance(p, dict) or not isinstance(p.get("alert"), str):
+            continue
+        name = p["alert"]
+        if p.get("state") == RAISED:
+            last = next((sp for sp in reversed(spans) if sp["alert"] == name), None)
+            if p.get("resumed") and last is not None and last["reason"] == RUN_ENDED:
+                last.update(ended=None, reason="")
+                open_[name] = last
+                continue
+            open_[name] = {"alert": name, "since": p.get("since"), "raised": e.get("iteration"), "ended": None,
+                           "reason": "", "payload": p}
+            spans.append(open_[name])
+        elif p.get("state") == CLEARED and name in open_:
+            span = open_.pop(name)
+            span.update(ended=e.get("iteration"), reason=str(p.get("reason", "")))
+    return spans
+
+
+def alerts_block(bundle: dict) -> str:
+    """The alerts the theory raised during the run: what held, from when to when, what it means
+    and what a person might do."""
+    spans = alert_spans(bundle)
+    if not spans:
+        return '<p class="muted">No alert was raised: μ stayed above 1, the judge did not collapse, tasks ' \
+               "stayed in band, the environment model's answers were mostly valid and every loss was finite.</p>"
+    rows = []
+    for sp in spans:
+        rule, p = ALERTS.get(sp["alert"]), sp["payload"]
+        ended = ("end of the run" if sp["reason"] == RUN_ENDED else num(sp["ended"])) if sp["ended"] is not None \
+            else "still active"
+        rows.append([esc(rule.title if rule else sp["alert"]), num(sp["since"]), num(sp["raised"]), ended,
+                     value_text(describe(p), 200),
+                     value_text(f"{p.get('message', '')} What to do: {p.get('advice', '')}", 600)])
+    return table(["alert", "began", "raised", "ended", "what held", "what it means"], rows, "alerts", wide=True)
 
 
 OUTCOMES = {"active": "accepted", "retired": "accepted", "rejected": "rejected", "pending": "pending",

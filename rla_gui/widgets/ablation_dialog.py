@@ -18,6 +18,7 @@ from PySide6.QtWidgets import (QDialog, QDialogButtonBox, QFormLayout, QLabel, Q
 
 from rla_engine.ablation.arms import ARM_DESCRIPTIONS, ARMS, AblationSpec, parse_arms, parse_seeds
 from rla_engine.errors import InputError
+from rla_engine.text import counted
 
 # The arms that tell most: the baseline, adaptation alone, and the whole loop (the step rewards'
 # share is full − outcome+env); two seeds show whether a gap is more than seed noise.
@@ -180,5 +181,6 @@ class AblationDialog(QDialog):
         self.estimate.setToolTip(f"<p>Measured: about {self.rate:,.0f} environment steps a second per run on one "
                                  f"core, plus {START_S:.0f} s to start each run; on a busy machine it takes "
                                  "longer.</p>")
-        return (f"{runs} runs ({len(spec.arms)} arms × {len(spec.seeds)} seeds), {at_once} at a time: "
+        return (f"{counted(runs, 'run')} ({counted(len(spec.arms), 'arm')} × {counted(len(spec.seeds), 'seed')}), "
+                f"{at_once} at a time: "
                 f"about {duration_text(seconds)}.")

@@ -90,7 +90,7 @@ class FieldEditor(QObject):
         w.style().polish(w)
 
     def eventFilter(self, obj: QObject, event: QEvent) -> bool:
-        if event.type() == QEvent.Type.Wheel and not self.widget.hasFocus():
+        if event.type() == QEvent.Type.Wheel and isinstance(obj, QWidget) and not obj.hasFocus():
             event.ignore()  # ignored: the scroll area above gets it and scrolls instead
             return True
         return False
@@ -326,6 +326,9 @@ class ModelPathEditor(FieldEditor):
         row.addWidget(self.combo, 1)
         row.addWidget(browse)
         super().__init__(key, f, box)
+        # the wheel reaches the combo inside the box, not the box: the combo gets the guard too
+        self.combo.setFocusPolicy(Qt.FocusPolicy.StrongFocus)
+        self.combo.installEventFilter(self)
         self.combo.editTextChanged.connect(self.changed)
 
     def _browse(self) -> None:

@@ -22,6 +22,7 @@ from __future__ import annotations
 import functools
 import importlib
 from pathlib import Path
+from typing import Any
 
 from PySide6 import QtCore, QtGui, QtWidgets
 
@@ -62,7 +63,8 @@ def guard_pyqtgraph_exports() -> None:
     """A plot's right-click Export… (pyqtgraph's exporters) gets a SafeFileDialog: it opens in the
     last export folder, often the database's."""
     # the module, not its class of the same name (which `import … as` would give)
-    importlib.import_module("pyqtgraph.exporters.Exporter").FileDialog = SafeFileDialog
+    module: Any = importlib.import_module("pyqtgraph.exporters.Exporter")
+    module.FileDialog = SafeFileDialog
 
 
 def _dialog(parent: QtWidgets.QWidget | None, caption: str, directory: str, filter: str,

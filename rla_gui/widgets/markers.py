@@ -1,5 +1,6 @@
-"""Event markers of a plot (pause, resume, override, failure…): dashed vertical lines, one line
-item per event kind, named in the plot's legend.
+"""Event markers of a plot (pause, resume, override, failure, alerts…): dashed vertical lines,
+one line item per event kind, coloured by kind, with one "events" entry in the plot's legend (the
+read-out names the markers under the mouse).
 
 One item per kind rather than one per event: a labelled pyqtgraph InfiniteLine costs ~65 KB of
 scene objects (27 KB without its label), so a run steered every few seconds for a day grew the
@@ -15,7 +16,7 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6 import QtCore
 
-from ..panel_spec import MARKER_COLOURS
+from ..panel_spec import ALERT_COLOURS, MARKER_COLOURS
 
 # Even at a few floats each, a run steered for weeks must stay bounded; the newest are kept,
 # and the event log lists every event.
@@ -29,6 +30,8 @@ class EventMarkers:
         self.events: list[tuple[int, str]] = []          # (iteration, kind), oldest first
         self.items: dict[str, pg.PlotCurveItem] = {}
         self._xs: dict[str, np.ndarray] = {}
+        self._sample = pg.PlotDataItem(pen=pg.mkPen("#888", width=1, style=QtCore.Qt.PenStyle.DashLine))
+        self._in_legend = False
         plot.vb.sigYRangeChanged.connect(lambda *_: self._stretch())
 
     def __len__(self) -> int:
@@ -48,23 +51,36 @@ class EventMarkers:
             by_kind.setdefault(kind, []).append(iteration)
         for kind in list(self.items):
             if kind not in by_kind:
-                self.plot.legend.removeItem(self.items[kind])
                 self.plot.vb.removeItem(self.items.pop(kind))
                 self._xs.pop(kind, None)
         for kind, its in by_kind.items():
             self._item(kind)
             self._xs[kind] = np.repeat(self.x_of_iteration(np.asarray(its, dtype=np.float64)), 2)
+        self._legend(bool(by_kind))
         self._stretch()
+
+    def _legend(self, any_marker: bool) -> None:
+        """One legend entry for every kind: an entry each (pause, resume, override, …) made the
+        legend taller than a narrow plot (the read-out and the Events log name each marker)."""
+        if any_marker and not self._in_legend:
+            self.plot.legend.addItem(self._sample, "events")
+        elif not any_marker and self._in_legend:
+            self.plot.legend.removeItem(self._sample)
+        self._in_legend = any_marker
+
+    def near(self, x: float, tolerance: float) -> list[str]:
+        """The kinds of the markers within `tolerance` of x (for the read-out)."""
+        return [kind.replace("_", " ") for kind, xs in self._xs.items()
+                if len(xs) and np.abs(xs - x).min() <= tolerance]
 
     def _item(self, kind: str) -> pg.PlotCurveItem:
         item = self.items.get(kind)
         if item is None:
-            colour = MARKER_COLOURS.get(kind, "#888")
+            colour = MARKER_COLOURS.get(kind) or ALERT_COLOURS.get(kind, "#888")
             item = pg.PlotCurveItem(pen=pg.mkPen(colour, width=1, style=QtCore.Qt.PenStyle.DashLine),
                                     connect="pairs", skipFiniteCheck=True)
             item.setZValue(-10)     # behind the curves
             self.plot.vb.addItem(item, ignoreBounds=True)
-            self.plot.legend.addItem(item, kind.replace("_", " "))
             self.items[kind] = item
         return item
 

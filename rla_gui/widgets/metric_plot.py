@@ -12,6 +12,7 @@ from PySide6 import QtCore
 
 from ..panel_spec import PALETTE, short
 from ..run_data import X_AXES, RunData, ema, ema_state
+from .chart_export import add_chart_export
 from .lod import PeakPyramid
 from .markers import EventMarkers
 from .readout import HoverReadout, add_legend
@@ -114,6 +115,9 @@ class MetricPlot(pg.PlotWidget):
         self._last_x: tuple | None = None
         self._drawn_state: tuple | None = None
         self.plotItem.vb.sigXRangeChanged.connect(lambda *_: self._view_changed())
+        # right-click saves; what it writes as data: these curves and the difficulty plot's band
+        add_chart_export(self, lambda: [(short(c.key), c, self.data)
+                                        for c in (*self.curves.values(), *getattr(self, "band_curves", ()))])
 
     def add_curve(self, key: str, colour: str, dashed: bool = False, width: float = 2.0) -> MetricCurve:
         curve = self.curves[key] = MetricCurve(self.plotItem, key, colour, dashed, width)
@@ -189,4 +193,8 @@ class MetricPlot(pg.PlotWidget):
             if hit is not None:
                 x_at = hit[0]
                 lines.append(f"{short(key)} = {hit[1]:.4g}")
-        return f"{self.x_axis} {x_at:.6g}\n" + "\n".join(lines) if lines else None
+        (x0, x1), _ = self.plotItem.vb.viewRange()
+        events = self.markers.near(x, (x1 - x0) / 100)      # within ~a percent of the view
+        if events:
+            lines.append("events: " + ", ".join(events))
+        return f"{self.x_axis} {x_at:.6g}\n" + "\n".join(lines) if x_at is not None else None

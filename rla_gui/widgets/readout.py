@@ -156,6 +156,7 @@ class HoverReadout:
         y = pos.y() - READOUT_GAP - size.height()
         if y < box.top():
             y = pos.y() + READOUT_GAP
-        x = min(max(x, box.left()), box.right() - size.width())
-        y = min(max(y, box.top()), box.bottom() - size.height())
+        # wider or taller than the view box: its start (the names) shows, its end is cut
+        x = max(min(x, box.right() - size.width()), box.left())
+        y = max(min(y, box.bottom() - size.height()), box.top())
         return QtCore.QPointF(x, y)

@@ -31,7 +31,7 @@ class ViewControls(QtWidgets.QWidget):
         self.log_y = QtWidgets.QCheckBox(log_y_label)
         for signal in (self.x_axis_box.currentIndexChanged, self.smoothing.valueChanged, self.log_y.toggled):
             signal.connect(self.changed)
-        bar = QtWidgets.QHBoxLayout(self)
+        self.bar = bar = QtWidgets.QHBoxLayout(self)
         bar.setContentsMargins(0, 0, 0, 0)
         bar.addWidget(QtWidgets.QLabel("x-axis"))
         bar.addWidget(self.x_axis_box)

@@ -21,7 +21,7 @@ from engine_support import TINY, only_run, spawn, wait_for
 
 
 def comparable(store, run_id):
-    return {it: {k: v for k, v in m.items() if not k.startswith(metrics.TIMING_PREFIX)}
+    return {it: {k: v for k, v in m.items() if not metrics.is_machine_key(k)}
             for it, m in store.metrics_by_iteration(run_id).items()}
 
 
@@ -30,13 +30,13 @@ def test_nan_loss_fails_the_run_and_keeps_history(tmp_path, monkeypatch):
     cfg = build(preset="tiny", sets=["run.iterations=6"])
     tr = Trainer(cfg, torch.device("cpu"))
     store.create_run("r", name="nan", preset="", config=cfg.to_dict(), device="cpu")
-    real = type(tr.backend.policy).log_prob
+    real = type(tr.backend.policy).scores
 
-    def poisoned(self, obs, actions, temperature=1.0):
-        out = real(self, obs, actions, temperature)
-        return out * float("nan") if tr.iteration == 2 else out
+    def poisoned(self, obs, actions, temperature=1.0):      # what the update scores samples with
+        logp, dist = real(self, obs, actions, temperature)
+        return (logp * float("nan"), dist) if tr.iteration == 2 else (logp, dist)
 
-    monkeypatch.setattr(type(tr.backend.policy), "log_prob", poisoned)
+    monkeypatch.setattr(type(tr.backend.policy), "scores", poisoned)
     code = Runner(store, "r", tr, 6, out=lambda s: None).run()
     assert code == 1
     run = store.get_run("r")

@@ -19,7 +19,7 @@ def tiny(*sets, family="gridworld"):
 
 
 def without_perf(m):
-    return {k: v for k, v in m.items() if not k.startswith(metrics.TIMING_PREFIX)}
+    return {k: v for k, v in m.items() if not metrics.is_machine_key(k)}
 
 
 @pytest.mark.parametrize("family", family_names("tensor"))

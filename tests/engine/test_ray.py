@@ -19,7 +19,7 @@ import torch
 from ray import cloudpickle
 from ray.cluster_utils import Cluster
 
-from rla_engine import checkpoint
+from rla_engine import checkpoint, metrics
 from rla_engine.config import build
 from rla_engine.launch import drive
 from rla_engine.loop import ray_executor
@@ -83,7 +83,7 @@ def metrics_of(trainer: Trainer, n: int) -> tuple[list[dict], list]:
     values, events = [], []
     for _ in range(n):
         r = trainer.step()
-        values.append({k: v for k, v in r.metrics.items() if not k.startswith("perf/")})
+        values.append({k: v for k, v in r.metrics.items() if not metrics.is_machine_key(k)})
         events += r.events
     return values, events
 

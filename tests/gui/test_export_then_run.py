@@ -184,3 +184,30 @@ def test_a_failed_start_names_the_run_it_started_not_the_open_one(qtbot, tmp_pat
         assert win._failure_box.text() == f"The engine of run {error.run_id} failed."
     finally:
         close_window(qtbot, win)
+
+
+def test_a_typed_pdf_name_gets_a_pdf_whatever_filter_was_left_selected(window, drive, tmp_path):
+    """Typing quick.pdf with the HTML filter still selected wrote HTML into quick.pdf (seen under Xvfb)."""
+    html = next(f for f, v in window.EXPORT_FILTERS.items() if v == "html")
+    out = tmp_path / "quick.pdf"
+
+    def answer():
+        dialog = QtWidgets.QApplication.activeModalWidget()
+        if not isinstance(dialog, QtWidgets.QFileDialog):
+            QtCore.QTimer.singleShot(50, answer)
+            return
+        dialog.selectNameFilter(html)
+        name = dialog.findChild(QtWidgets.QLineEdit, "fileNameEdit")
+        name.setText(str(out))
+        dialog.accept()
+
+    async def scenario():
+        await until(lambda: window.history.model.rows, what="the finished run listed")
+        window.history.select(window.history.model.rows[0]["id"])
+        QtCore.QTimer.singleShot(50, answer)
+        window.ask_export()
+        await until(lambda: out.exists() and window.statusBar().currentMessage().startswith("wrote"), timeout=90,
+                    what="the export written")
+
+    drive(scenario(), timeout=120)
+    assert out.read_bytes()[:5] == b"%PDF-"

@@ -395,10 +395,12 @@ def test_event_markers_cost_no_scene_item_each_and_stay_bounded(qtbot):
     ys = plot.markers.items["pause"].yData
     assert ys.min() == y0 and ys.max() == y1          # each line spans the visible y range
     legend = [label.text for _, label in plot.plotItem.legend.items]
-    assert "pause" in legend and "resume" in legend
+    assert legend.count("events") == 1 and "pause" not in legend    # one entry for every kind: a short legend
     plot.plotItem.vb.setYRange(-5, 5, padding=0)
     ys = plot.markers.items["pause"].yData
     assert (ys.min(), ys.max()) == (-5, 5)              # and follows it when it changes
     plot.set_markers([(i, "pause") for i in range(5)])
     assert set(plot.markers.items) == {"pause"} and len(plot.markers.items["pause"].xData) == 10
-    assert "resume" not in [label.text for _, label in plot.plotItem.legend.items]
+    assert [label.text for _, label in plot.plotItem.legend.items].count("events") == 1
+    plot.set_markers([])
+    assert "events" not in [label.text for _, label in plot.plotItem.legend.items]

@@ -57,8 +57,8 @@ def dashboard(qtbot):
     panel.resize(1400, 900)
     panel.show()
     qtbot.waitExposed(panel)
-    panel.losses.resize(1400, 220)        # the losses dock: a low strip
-    panel.losses.show()
+    panel.health.resize(1400, 220)        # the training-health dock: a low strip, the losses in front
+    panel.health.show()
     session.data.add(a_run())
     panel.add_events(EVENTS)
     panel.refresh()
@@ -175,7 +175,7 @@ def test_dashboard_legends_sit_outside_the_plots_even_with_every_tier(dashboard)
     labels = legend_labels(panel.policy)
     # one entry stands for every tier (their shades tell them apart; the read-out names each)
     assert [x for x in labels if x.startswith("eval @")] == ["eval @tiers"]
-    assert {"pause", "resume"} <= set(labels) and len(labels) >= 6
+    assert "events" in labels and len(labels) >= 5      # the markers share one entry
     for plot in panel.plots:
         assert_legend_clear_of_data(plot)
     # it never runs past the plot's width (it wraps: see test_a_narrow_plot_wraps_its_legend)
@@ -191,6 +191,25 @@ def test_a_narrow_plot_wraps_its_legend(dashboard):
     assert policy.legend.sceneBoundingRect().width() <= policy.vb.sceneBoundingRect().width() + 1
     assert len({round(label.sceneBoundingRect().top()) for _, label in policy.legend.items}) >= 2
     assert_legend_clear_of_data(panel.policy)
+
+
+def test_a_steered_run_keeps_a_short_legend_and_names_its_markers_under_the_mouse(dashboard):
+    """Pause, override, resume, a resume from a checkpoint: each marker kind had its legend entry,
+    and a steered run's legends grew to 8-9 rows, squeezing μ balance to ~35 px (seen at the console
+    under Xvfb). All markers share one entry; the read-out names the ones under the mouse."""
+    _, panel = dashboard
+    panel.add_events([{"id": 9, "iteration": 40, "kind": "set_difficulty", "payload": None},
+                      {"id": 10, "iteration": 50, "kind": "resumed_from_checkpoint", "payload": None}])
+    panel.resize(900, 620)                  # a laptop's share of the window: plots ~430 px wide
+    settle(panel)
+    for plot in (panel.policy, panel.agreement, panel.balance, panel.difficulty):
+        labels = [label.text for _, label in plot.plotItem.legend.items]
+        assert labels.count("events") == 1 and "pause" not in labels, labels
+        assert plot.plotItem.legend.rowCount <= 3, (plot.plotItem.titleLabel.text, labels)
+        assert plot.plotItem.vb.height() >= 0.45 * plot.height(), plot.plotItem.titleLabel.text
+    x0, x1 = panel.balance.plotItem.vb.viewRange()[0]
+    hover(panel.balance, (20 - x0) / (x1 - x0), 0.5)     # over the pause at iteration 20
+    assert "events: pause" in panel.balance.readout.item.toPlainText()
 
 
 def test_legend_follows_the_tiers_of_the_next_run(dashboard):
@@ -256,6 +275,26 @@ def test_comparison_readout_stays_inside_and_goes_with_the_curves_it_described(c
     assert not plot.readout.item.isVisible()
 
 
+def test_a_comparison_readout_of_long_names_shows_their_start_inside_a_narrow_plot(qtbot):
+    """Runs named at length, a narrow plot: the read-out was wider than the plot and placed to end
+    at its right edge, so every line lost its start ("uccess (train)"; seen under Xvfb)."""
+    runs = two_runs()
+    for i, (row, _) in enumerate(runs):
+        row["name"] = f"quickstart seed {i} with longer notes in its name"
+    panel = ComparisonPanel(runs)
+    qtbot.addWidget(panel)
+    panel.resize(700, 900)
+    panel.show()
+    qtbot.waitExposed(panel)
+    settle(panel)
+    plot = panel.plots[0]
+    hover(plot, 0.99, 0.5)
+    text = plot.readout.item.toPlainText()
+    assert "quickstart seed 0 with …" in text and "notes in its name" not in text, text
+    box, shown = plot.plotItem.vb.sceneBoundingRect(), readout_rect(plot)
+    assert shown.left() >= box.left() - 0.5, (box, shown)
+
+
 # -- 3. nothing of a closed run stays drawn ------------------------------------------------------------
 def drawn_leftovers(plot) -> list:
     """Whatever the plot shows of run data: curves with a path, scatter points, filled paths, text.
@@ -289,7 +328,7 @@ def test_closing_a_run_leaves_nothing_of_it_drawn(dashboard):
     assert band.path().isEmpty() and band.boundingRect().isEmpty()
     for plot in panel.plots:
         assert drawn_leftovers(plot) == [], plot.plotItem.titleLabel.text
-        assert not [label.text for _, label in plot.plotItem.legend.items if label.text in ("pause", "resume")]
+        assert not [label.text for _, label in plot.plotItem.legend.items if label.text == "events"]
 
 
 def test_a_run_without_a_band_shows_no_band(dashboard):

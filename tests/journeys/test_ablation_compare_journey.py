@@ -43,7 +43,7 @@ def test_ablation_from_its_dialog_to_an_exported_comparison(qtbot, tmp_path, dri
         assert "about" in seen["opened with"] and " h " not in seen["opened with"], seen["opened with"]
         assert all(tip for tip in seen["tips"].values()), seen["tips"]
         # 3. the estimate followed the choices
-        assert seen["estimate"].startswith("2 runs (2 arms × 1 seeds)"), seen["estimate"]
+        assert seen["estimate"].startswith("2 runs (2 arms × 1 seed)"), seen["estimate"]
         # 4. the first run is shown live
         await until(lambda: me.state().startswith("outcome · seed 0"), 90, "the first arm shown")
         # 5. when the group ends it opens as a comparison

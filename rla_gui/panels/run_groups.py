@@ -1,0 +1,163 @@
+"""History grouped by a column: a tree of groups (a parent row each, with its count and the mean ±
+std of every metric column) over their runs. The cells of a run are the flat table's own
+(runs_model.cell); sorting orders the groups by the column's mean (a text column:
+by its first value) and the runs within each group, missing values last."""
+from __future__ import annotations
+
+from typing import Any
+
+from PySide6 import QtCore, QtGui, QtWidgets
+
+from ..widgets.run_columns import Column, Group, group_rows, mean_std_text, missing, ordered
+from .runs_model import cell, fill_roles
+
+Role = QtCore.Qt.ItemDataRole
+TOP = 0          # internal id of a group's index; a run's is its group's row + 1
+# the roles a row answers (a view asks a dozen per cell and paint; each question is a call into Python)
+ROLES = frozenset({Role.DisplayRole, Role.UserRole, Role.ToolTipRole, Role.ForegroundRole, Role.TextAlignmentRole,
+                   Role.FontRole})
+
+
+class GroupTreeModel(QtCore.QAbstractItemModel):
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.columns: list[Column] = []
+        self.groups: list[Group] = []
+        self.by: Column | None = None
+        self._stats: list[dict[int, str] | None] = []
+
+    def rebuild(self, rows: list[dict], columns: list[Column], by: Column, sort: int, descending: bool) -> None:
+        """Group `rows` (already filtered) by `by`, sorted by column `sort`; a model reset (the
+        history restores what was expanded and selected)."""
+        self.beginResetModel()
+        self.columns, self.by = columns, by
+        groups = group_rows(rows, by)
+        if 0 <= sort < len(columns):
+            column = columns[sort]
+            for g in groups:
+                g.members = ordered(g.members, column.value, descending)
+            if column.id != by.id:
+                groups = ordered(groups, lambda g: self._group_value(g, column), descending)
+            elif descending:
+                groups = ordered(groups, lambda g: g.value, True)
+        self.groups = groups
+        self._stats = [None] * len(groups)
+        self.endResetModel()
+
+    @staticmethod
+    def _group_value(group: Group, column: Column) -> Any:
+        if column.is_metric:
+            mean, _ = group.stats(column)
+            return mean
+        return next((v for v in map(column.value, group.members) if not missing(v)), None)
+
+    # -- the tree ---------------------------------------------------------------------------
+    def index(self, row: int, column: int, parent=QtCore.QModelIndex()) -> QtCore.QModelIndex:
+        # the bounds checked here, not by hasIndex: that asks rowCount and columnCount back through Python
+        if parent.isValid():
+            if parent.internalId() != TOP or parent.column() != 0:
+                return QtCore.QModelIndex()
+            rows, of = len(self.groups[parent.row()].members), parent.row() + 1
+        else:
+            rows, of = len(self.groups), TOP
+        if not (0 <= row < rows and 0 <= column < len(self.columns)):
+            return QtCore.QModelIndex()
+        return self.createIndex(row, column, of)
+
+    def parent(self, index=QtCore.QModelIndex()) -> QtCore.QModelIndex:  # type: ignore[override]
+        if not index.isValid() or index.internalId() == TOP:
+            return QtCore.QModelIndex()
+        return self.createIndex(int(index.internalId()) - 1, 0, TOP)
+
+    def rowCount(self, parent=QtCore.QModelIndex()) -> int:
+        if not parent.isValid():
+            return len(self.groups)
+        if parent.internalId() == TOP and parent.column() == 0:
+            return len(self.groups[parent.row()].members)
+        return 0
+
+    def columnCount(self, parent=QtCore.QModelIndex()) -> int:
+        return len(self.columns)
+
+    def headerData(self, section, orientation, role=Role.DisplayRole):
+        if role == Role.DisplayRole and orientation == QtCore.Qt.Orientation.Horizontal:
+            return self.columns[section].title
+        return None
+
+    def group_of(self, index: QtCore.QModelIndex) -> Group | None:
+        """The group a parent row shows (None for a run's row)."""
+        return self.groups[index.row()] if index.isValid() and index.internalId() == TOP else None
+
+    def run_of(self, index: QtCore.QModelIndex) -> dict | None:
+        if not index.isValid() or index.internalId() == TOP:
+            return None
+        return self.groups[int(index.internalId()) - 1].members[index.row()]
+
+    def data(self, index, role=Role.DisplayRole):
+        if role not in ROLES:
+            return None
+        of = index.internalId()
+        if of != TOP:
+            return cell(self.groups[of - 1].members[index.row()], self.columns[index.column()], role)
+        group = self.groups[index.row()]
+        if role == Role.DisplayRole:
+            if index.column() == 0:
+                return f"{group.label}   ({len(group.members)} run{'s' if len(group.members) != 1 else ''})"
+            return self.stats(index.row()).get(index.column(), "")
+        if role == Role.FontRole:
+            font = QtGui.QFont()
+            font.setBold(True)
+            return font
+        if role == Role.ToolTipRole and index.column() in self.stats(index.row()):
+            return "mean ± sample standard deviation over the group's runs"
+        return None
+
+    def multiData(self, index, roles) -> None:
+        """All roles of a cell in one call (see history.fill_roles); a group's row asks `data`."""
+        of = index.internalId()
+        if of != TOP:
+            fill_roles(roles, self.groups[of - 1].members[index.row()], self.columns[index.column()])
+            return
+        for wanted in roles:
+            value = self.data(index, wanted.role())
+            if value is None:
+                wanted.clearData()
+            else:
+                wanted.setData(value)
+
+    def stats(self, row: int) -> dict[int, str]:
+        """A group's "mean ± std" per metric column, computed when first shown (most groups of a
+        long history are scrolled away)."""
+        stats = self._stats[row]
+        if stats is None:
+            group = self.groups[row]
+            stats = self._stats[row] = {i: mean_std_text(*group.stats(c)) for i, c in enumerate(self.columns)
+                                        if c.is_metric}
+        return stats
+
+    # -- finding rows again after a rebuild -------------------------------------------------------
+    def group_index(self, key: str) -> QtCore.QModelIndex:
+        row = next((i for i, g in enumerate(self.groups) if g.key == key), None)
+        return self.index(row, 0) if row is not None else QtCore.QModelIndex()
+
+    def run_index(self, run_id: str) -> QtCore.QModelIndex:
+        for gi, g in enumerate(self.groups):
+            for ri, r in enumerate(g.members):
+                if r["id"] == run_id:
+                    return self.index(ri, 0, self.index(gi, 0))
+        return QtCore.QModelIndex()
+
+
+class GroupTree(QtWidgets.QTreeView):
+    """The tree of groups; its header sorts (the history regroups on a click)."""
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.setUniformRowHeights(True)         # no per-row size queries: 1,000 runs lay out at once
+        self.setSelectionBehavior(QtWidgets.QAbstractItemView.SelectionBehavior.SelectRows)
+        self.setSelectionMode(QtWidgets.QAbstractItemView.SelectionMode.ExtendedSelection)
+        self.setAlternatingRowColors(True)
+        header = self.header()
+        header.setSectionsClickable(True)
+        header.setSortIndicatorShown(True)
+        header.setStretchLastSection(True)

@@ -1,0 +1,172 @@
+"""The report of a group comparison (History grouped by a column, groups compared; File ▸ Export…
+with that tab in view): the runs grouped by the column again, by History's own rules
+(panels.run_columns), then per group its runs, the mean ± std of the headline values, the
+configuration fields that differ between groups, and one chart per key with each group's mean
+curve and its ± one standard deviation band (the ablation figures' look, in the comparison's colours).
+
+    python -m rla_gui.report --group-by COLUMN --format html|pdf --out PATH RUN_ID…
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+
+from rla_engine import metrics
+from rla_engine.export.files import atomic_path, write_atomic
+from rla_engine.summary import HEADLINE_ROWS, config_differences, flatten
+
+from ..widgets.run_columns import BEST, CONFIG, FINAL, Column, group_rows, mean_std, mean_std_text, parse
+from ..run_data import X_AXES, RunData
+from ..widgets.mean_band import add_band, grid_of, mean_curve
+from . import charts, sections
+from .escape import DASH, esc, num, table, value_text
+from .html import _Doc, data_uri
+from .pdf import document, print_pdf
+
+Groups = list[tuple[str, list[sections.Facts]]]
+
+
+def column_of(group_by: str) -> Column:
+    column = parse(group_by)
+    if column is None:
+        raise ValueError(f"--group-by {group_by!r}: not a history column (e.g. config:policy.lam, run:arm, "
+                         "final:eval/success_rate)")
+    return column
+
+
+def grouped(bundles: list[dict], column: Column) -> Groups:
+    """The runs of `bundles` in groups of equal value in `column` (History's groups of these runs),
+    in the order the runs came: the console passes them group by group, so each group keeps its
+    colour from the tab."""
+    facts = {str(b["run"]["id"]): sections.Facts(b) for b in bundles}
+    rows = []
+    for run_id, f in facts.items():
+        value = (flatten(f.config).get(column.key) if column.kind == CONFIG else f.final(column.key)
+                 if column.kind == FINAL else f.best(column.key)[0] if column.kind == BEST else None)
+        rows.append({**f.run, "id": run_id, "columns": {column.id: value}})
+    return [(g.label, [facts[r["id"]] for r in g.members]) for g in group_rows(rows, column, by_value=False)]
+
+
+def run_data(f: sections.Facts) -> RunData:
+    """A bundle's series as the console holds them, so the x-axis is placed the console's way."""
+    data = RunData()
+    data.add({k: (its, vals, np.zeros(len(its))) for k, (its, vals) in f.data.items()})
+    return data
+
+
+def group_charts(groups: Groups, width: int = 430, height: int = 240) -> list[charts.Chart]:
+    """One chart per compared key: each group's mean and band, against environment steps when
+    every run counted them (the ablation figures' axis), else iterations."""
+    datas = [[run_data(f) for f in facts] for _, facts in groups]
+    x_axis = X_AXES[1] if all(metrics.ENV_STEPS in f.data for _, facts in groups for f in facts) else X_AXES[0]
+    out = []
+    for key in charts.COMPARE_KEYS:
+        if not any(key in d.columns for ds in datas for d in ds):
+            continue
+        c = charts._Canvas(width, height, x_label="environment steps" if x_axis == X_AXES[1] else "iteration")
+        for i, ((label, facts), ds) in enumerate(zip(groups, datas)):
+            colour = charts.run_colour(i)
+            runs = [d.xy(key, x_axis) for d in ds]
+            x, mean, std = mean_curve(runs, grid_of(runs))
+            if not len(x):
+                continue
+            if sum(len(r[0]) > 1 for r in runs) > 1 and len(x) > 1:
+                add_band(c.plot, x, mean - std, mean + std, colour)
+            c.line(x, mean, colour, f"{label} ({len(facts)})", smooth=False)
+        out.append(c.chart(f"grp-{key.replace('/', '-')}", charts.COMPARE_TITLES.get(key, key),
+                           note="Mean over the group's runs; the band is ± one standard deviation."))
+    return out
+
+
+def group_label(i: int, label: str) -> str:
+    return f'<span style="color:{charts.run_colour(i)}">■</span>&nbsp;{esc(label)}'
+
+
+def summary_table(groups: Groups) -> str:
+    head = [""] + [group_label(i, label) for i, (label, _) in enumerate(groups)]
+    rows = [[esc("runs")] + [num(len(facts)) for _, facts in groups]]
+    for label, key, has_best in HEADLINE_ROWS:
+        rows.append([esc(f"{label} — final")] + [esc(mean_std_text(*mean_std(f.final(key) for f in facts)))
+                                                 for _, facts in groups])
+        if has_best:
+            rows.append([esc(f"{label} — best")] + [esc(mean_std_text(*mean_std(f.best(key)[0] for f in facts)))
+                                                    for _, facts in groups])
+    rows.append([esc("environment steps")] + [esc(mean_std_text(*mean_std(f.env_steps() for f in facts)))
+                                              for _, facts in groups])
+    return table(head, rows, "summary", numeric=tuple(range(1, len(head))))
+
+
+def config_table(groups: Groups) -> str:
+    """The fields that differ between any two runs: each group's value, or its values where its runs differ."""
+    facts = [f for _, fs in groups for f in fs]
+    keys = config_differences([f.config for f in facts])
+    if not keys:
+        return '<p class="muted">The runs share one configuration.</p>'
+    rows = []
+    for key in keys:
+        cells = []
+        for _, fs in groups:
+            values = list(dict.fromkeys(value_text(flatten(f.config).get(key, DASH)) for f in fs))
+            cells.append(values[0] if len(values) == 1 else f"<i>{len(values)} values:</i> " + ", ".join(values))
+        rows.append([f"<code>{esc(key)}</code>", *cells])
+    return table(["key"] + [group_label(i, label) for i, (label, _) in enumerate(groups)], rows, "config-diff")
+
+
+def runs_table(groups: Groups) -> str:
+    rows = [[group_label(i, label), esc(f.name), f"<code>{esc(f.run.get('id'))}</code>",
+             sections.badge(f.run.get("status")), num(f.run.get("iteration"))]
+            for i, (label, facts) in enumerate(groups) for f in facts]
+    return table(["group", "run", "id", "status", "iterations"], rows, "runs", numeric=(4,))
+
+
+def compose(bundles: list[dict], group_by: str, environment: dict | None, *,
+            image: Callable[[charts.Chart], str], qt: bool) -> str:
+    if not bundles:
+        raise ValueError("a report needs at least one run")
+    column = column_of(group_by)
+    groups = grouped(bundles, column)
+    doc = _Doc(image, qt)
+    doc.section("title", "", page_break=False)
+    doc.add(sections.kicker("RLAnything group comparison report"),
+            f"<h1>{len(groups)} groups by {esc(column.title)}</h1>",
+            f'<p class="muted">{len(bundles)} runs, grouped by <code>{esc(column.id)}</code>.</p>')
+    doc.section("summary", "Summary: mean ± standard deviation per group", page_break=False)
+    doc.add(summary_table(groups))
+    doc.section("config-diff", "Configuration differences", page_break=False)
+    doc.add(config_table(groups))
+    doc.section("charts", "Training curves: group means with ± one standard deviation")
+    doc.figures(group_charts(groups))
+    doc.section("runs", "The runs of each group")
+    doc.add(runs_table(groups))
+    doc.section("environment", "Environment", page_break=False)
+    doc.add(sections.environment_block([f for _, fs in groups for f in fs], environment))
+    return doc.html(title(bundles, group_by))
+
+
+def title(bundles: list[dict], group_by: str) -> str:
+    return f"RLAnything group comparison — {len(bundles)} runs by {column_of(group_by).title}"
+
+
+def render_html(bundles: list[dict], group_by: str, environment: dict | None = None) -> str:
+    return compose(bundles, group_by, environment, image=data_uri, qt=False)
+
+
+def write_pdf(bundles: list[dict], group_by: str, path: Path, environment: dict | None = None) -> None:
+    doc = document(lambda image: compose(bundles, group_by, environment, image=image, qt=True),
+                   title(bundles, group_by))
+    print_pdf(doc, path, title(bundles, group_by))
+
+
+def render(group_by: str) -> Callable[[str, list[dict], Path, bool], None]:
+    """The renderer of a group comparison's report (rla_engine.export.Render), atomic as the run report's."""
+    def write(fmt: str, bundles: list[dict], path: Path, force: bool) -> None:
+        if fmt == "html":
+            write_atomic(path, render_html(bundles, group_by), force)
+            return
+        with atomic_path(path, force) as tmp:
+            write_pdf(bundles, group_by, tmp)
+            if tmp.stat().st_size == 0:
+                raise RuntimeError("the PDF writer produced an empty file")
+    return write

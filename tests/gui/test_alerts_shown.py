@@ -1,0 +1,48 @@
+"""Alerts from the theory, as the console shows them (issue 21, part 5): a badge in the status line
+while one is active, a marker where it began and where it ended, and a sentence with advice in
+the Events log — from a real engine whose judge gives one verdict per step (unanimous by
+definition: the collapse alert after a window of 2), cleared when its run ends."""
+from PySide6 import QtCore
+
+from rla_engine.alerts import ALERTS, JUDGE_UNANIMOUS
+from rla_gui.main_window import MainWindow
+from rla_gui.panel_spec import ALERT_BEGAN, ALERT_ENDED
+
+from gui_support import until
+
+
+def test_a_collapsed_judge_is_shown_while_it_lasts_and_explained(qtbot, tmp_path, drive):
+    settings = QtCore.QSettings(str(tmp_path / "s.ini"), QtCore.QSettings.Format.IniFormat)
+    win = MainWindow(tmp_path / "h.db", settings=settings)
+    win.ask_close_choice = lambda run_id: "stop"
+    qtbot.addWidget(win)
+    win.show()
+    title = ALERTS[JUDGE_UNANIMOUS].title
+    badge = win.status_line.alerts
+
+    def log_lines() -> list[str]:
+        return [cells[3] for _, cells in win.events.model.items]
+
+    async def journey():
+        from rla_engine.config import build
+        cfg = build(preset="tiny", sets=["run.iterations=40", "judge.m=1", "alerts.window=2"])
+        win.run_form.load_config(cfg.to_dict(), "tiny")
+        win.run_form.start_button.click()
+        # raised within its window: the badge names it, its tooltip says what to do
+        await until(lambda: badge.isVisible() and title in badge.text(), timeout=90, what="the badge")
+        assert "What to do:" in badge.toolTip()
+        # the Events log explains it in a sentence, with advice
+        await until(lambda: any(line.startswith(f"⚠ {title}") and "What to do:" in line for line in log_lines()),
+                    timeout=10, what="the alert in the Events log")
+        # the dashboard marks where it began
+        await until(lambda: ALERT_BEGAN in win.dashboard.policy.markers.items, timeout=10, what="its marker")
+        # the run ends: the alert is cleared, the badge goes, the end is marked
+        await until(lambda: win.controls.status == "completed", timeout=120, what="the run's end")
+        await until(lambda: not badge.isVisible(), timeout=10, what="the badge gone")
+        assert any(line.startswith(f"✓ {title} cleared: the run ended") for line in log_lines())
+        await until(lambda: ALERT_ENDED in win.dashboard.policy.markers.items, timeout=10, what="the end marker")
+
+    drive(journey(), timeout=240)
+    win.close()
+    if win.finished is not None:
+        qtbot.waitUntil(win.finished.done, timeout=30_000)
