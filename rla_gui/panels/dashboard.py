@@ -243,7 +243,9 @@ class DashboardPanel(QtWidgets.QWidget):
         """The four panels fill the view as they did before any chart was added (added charts are
         as tall and come below, reached by scrolling); never shorter than PANEL_MIN_HEIGHT."""
         super().resizeEvent(event)
-        height = max(PANEL_MIN_HEIGHT, (self.chart_area.height() - 2 * self.grid.verticalSpacing()) // 2)
+        margins = self.grid.contentsMargins()
+        room = self.chart_area.height() - margins.top() - margins.bottom() - self.grid.verticalSpacing()
+        height = max(PANEL_MIN_HEIGHT, room // 2)      # two rows exactly: no scroll bar until a chart is added
         if height != self._row_height:
             self._row_height = height
             for plot in [*self.fixed, *self.added]:

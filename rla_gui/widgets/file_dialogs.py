@@ -93,6 +93,11 @@ def _run(dialog: QtWidgets.QFileDialog) -> tuple[str, str]:
             return "", ""
         return dialog.selectedFiles()[0], dialog.selectedNameFilter()
     finally:
+        # the window that asked takes the keyboard back: without a window manager to do it (Xvfb),
+        # Space after an export went to the focused Start button instead of the Pause shortcut
+        parent = dialog.parentWidget()
+        if parent is not None:
+            parent.window().activateWindow()
         dialog.deleteLater()
 
 

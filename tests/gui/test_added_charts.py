@@ -1,5 +1,6 @@
 """Any metric, any chart (issue 21, part 1): a person adds a chart for any stored key from a
 searchable list, arranges and removes charts, and finds them again per database after a restart."""
+import asyncio
 import sqlite3
 import subprocess
 import sys
@@ -75,6 +76,10 @@ def test_add_arrange_remove_and_remember_charts_per_database(qtbot, tmp_path, da
         await until(lambda: win.data.last_iteration() == 4, what="the run loaded")
         first_run = win.history.model.rows[0]["id"]
         dash = win.dashboard
+        win.resize(1500, 950)
+        await asyncio.sleep(0.3)
+        # 0. the four panels fill the view exactly: no scroll bar before a chart is added
+        assert not dash.chart_area.verticalScrollBar().isVisible()
         # 1. the list is searchable: "kl" finds the KL loss, not μ
         pick(win, "kl", [metrics.LOSS_KL])
         assert [p.plotItem.titleLabel.text for p in dash.added] == [metrics.LOSS_KL]
@@ -92,7 +97,9 @@ def test_add_arrange_remove_and_remember_charts_per_database(qtbot, tmp_path, da
             for key, curve in plot.curves.items():
                 _, y = curve.line.getData()
                 assert y is not None and len(y) and y[-1] == pytest.approx(last_value(first, key, first_run)), key
-        # 4. below the four panels, two to a row, each tall enough to read
+        # 4. below the four panels, two to a row, each tall enough to read, reached by scrolling
+        await asyncio.sleep(0.3)
+        assert dash.chart_area.verticalScrollBar().isVisible()
         grid = dash.grid
         assert grid.getItemPosition(grid.indexOf(dash.added[0]))[:2] == (2, 0)
         assert all(p.minimumHeight() >= 200 for p in dash.added)
