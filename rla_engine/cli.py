@@ -20,7 +20,7 @@ from .errors import ExecutorError, InputError
 from .export import DATA_FORMATS, FORMATS
 from .export.bundles import read_bundles
 from .export.command import PROG, run_export, terminate_as_interrupt
-from .export.renderer import MISSING, renderer_command
+from .export.renderer import MISSING, renderer_command, report_args
 from .launch import resume_run, start_run
 from .output import say
 from .ablation.arms import check_group
@@ -242,13 +242,13 @@ def cmd_show(a) -> int:
         config_error = None
     except StoreError as e:       # show the rest of a damaged run
         config, config_error = None, str(e)
+    events = store.events(run_id)
     info = {"run": {k: v for k, v in run.items() if k not in ("config_json", "pid_start")},
             "config": config, "latest": store.latest_metrics(run_id),
             "pool": store.tasks(run_id, statuses=[TaskStatus.ACTIVE, TaskStatus.PENDING]),
-            "events": store.events(run_id)[-20:], "unreadable_rows": store.damage_counts(run_id),
+            "events": events[-20:], "unreadable_rows": store.damage_counts(run_id),
             # what is active now, or was when the run ended (its end clears every alert)
-            "alerts": open_alerts(store.events(run_id, kinds=[EventKind.ALERT, EventKind.RESUMED_FROM_CHECKPOINT]),
-                                  at_end=True)}
+            "alerts": open_alerts(events, at_end=True)}
     if a.json:
         print(json.dumps(json_safe(info), indent=2, allow_nan=False))
         return 0
@@ -306,11 +306,8 @@ def cmd_export(a) -> int:
     if renderer is None:
         print(f"rla: {MISSING}", file=sys.stderr)
         return 1
-    cmd = [*renderer, "--db", str(db), "--format", a.format, "--out", a.out,
-           *(arg for keys in a.chart for arg in ("--chart", keys))]
-    if a.force:
-        cmd.append("--force")
-    proc = subprocess.Popen([*cmd, "--", *a.run_ids])
+    charts = [keys.split(",") for keys in a.chart]
+    proc = subprocess.Popen([*renderer, *report_args(db, a.format, a.out, a.run_ids, a.force, charts)])
     try:
         with terminate_as_interrupt():
             return proc.wait()

@@ -23,7 +23,7 @@ from .ablation.arms import run_id_of
 from .config import Config, validate
 from .export import DATA_FORMATS
 from .export.command import run_export
-from .export.renderer import MISSING, renderer_command
+from .export.renderer import MISSING, renderer_command, report_args
 from .paths import (UnsafeRunId, default_db_path, log_path, logs_dir, make_private_dir, open_private,
                     remove_run_files, run_config_path)
 from .store import Store, new_run_id, open_store
@@ -279,12 +279,8 @@ class EngineClient:
         renderer = renderer_command(self.python)
         if renderer is None:
             return 1, MISSING
-        added = [arg for keys in charts for arg in ("--chart", ",".join(keys))]
-        if group_by:
-            added += ["--group-by", group_by]
         proc = await asyncio.create_subprocess_exec(
-            *renderer, "--db", str(self.db_path), "--format", fmt, "--out", str(out),
-            *(["--force"] if force else []), *added, "--", *run_ids,
+            *renderer, *report_args(self.db_path, fmt, out, run_ids, force, charts, group_by),
             stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT, stdin=asyncio.subprocess.DEVNULL)
         output, _ = await proc.communicate()
         return proc.returncode or 0, output.decode(errors="replace").strip()

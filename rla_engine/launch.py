@@ -220,7 +220,7 @@ def resume_run(db_path: Path, run_id: str, *, iterations: int | None = None, dev
             store.add_event(run_id, k, EventKind.RESUMED_FROM_CHECKPOINT,
                             {"checkpoint": found.path.name, "target": target})
             out(f"run {run_id} resumed at iteration {k} from {found.path.name}, target {target}")
-            return drive(store, run_id, trainer, max(target, k), out)
+            return drive(store, run_id, trainer, max(target, k), out, alert_state=found.alerts)
         finally:
             trainer.close()
 
@@ -250,6 +250,7 @@ class ResumePoint(NamedTuple):
     trainer: Any
     path: Path
     skipped: list[tuple[Path, str]]
+    alerts: str | None = None     # the runner's AlertWatcher state (absent before alerts existed)
 
 
 def resume_point(folder: Path, owner, committed: int, make: Callable[[], Any]) -> ResumePoint:
@@ -277,7 +278,7 @@ def resume_point(folder: Path, owner, committed: int, make: Callable[[], Any]) -
                     trainer.load_state_dict(state)
                     if group is behind:     # never tried: the database had not reached them
                         skipped += [(p, _ahead(committed)) for p in ahead]
-                    return ResumePoint(trainer, path, skipped)
+                    return ResumePoint(trainer, path, skipped, state.get("alerts"))
                 except ExecutorError:
                     raise
                 except (RuntimeError, KeyError, ValueError, TypeError) as e:
@@ -298,11 +299,12 @@ def _ahead(committed: int) -> str:
     return f"ahead of the database, whose last committed iteration is {committed}"
 
 
-def drive(store: Store, run_id: str, trainer, target: int, out: Callable[[str], None] = _say) -> int:
+def drive(store: Store, run_id: str, trainer, target: int, out: Callable[[str], None] = _say,
+          alert_state: str | None = None) -> int:
     """Run the trainer to `target` under a Runner (commands, heartbeat, checkpoints); its exit code.
-    The caller closes the trainer."""
+    `alert_state`: a resume's, from its checkpoint. The caller closes the trainer."""
     from .runner import Runner
-    return Runner(store, run_id, trainer, target, out=out).run()
+    return Runner(store, run_id, trainer, target, out=out, alert_state=alert_state).run()
 
 
 def check_executor(cfg: Config) -> None:

@@ -62,7 +62,7 @@ class Heartbeat(threading.Thread):
 class Runner:
     def __init__(self, store: Store, run_id: str, trainer: Trainer, target: int,
                  out: Callable[[str], None] = say,
-                 observe: Callable[[IterationResult], None] | None = None):
+                 observe: Callable[[IterationResult], None] | None = None, alert_state: str | None = None):
         self.store, self.run_id, self.trainer, self.target, self.out = store, run_id, trainer, target, out
         self.observe = observe   # benchmarks read each iteration's timings here
         self.cfg = trainer.cfg
@@ -81,8 +81,7 @@ class Runner:
         self.abandoned: int | None = None    # an iteration a stop cut short: its state is never saved
         self.checkpointed = trainer.iteration    # the iteration of the newest checkpoint (launch wrote it)
         self._last_peek = 0.0
-        self.alerts = AlertWatcher(self.cfg.alerts.window, self.cfg.alerts.enabled,
-                                   getattr(trainer, "alert_state", None))   # a resume's, from its checkpoint
+        self.alerts = AlertWatcher(self.cfg.alerts.window, self.cfg.alerts.enabled, alert_state)
         self.system = SystemSampler.for_device(self.cfg.run.system_every_s, trainer.device)
         trainer.set_interrupt(self._stop_requested)
 

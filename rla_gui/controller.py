@@ -113,6 +113,8 @@ class ConsoleController(QtCore.QObject):
         self.history_changed.emit(rows)
 
     def set_history_columns(self, column_ids: list[str]) -> None:
+        if list(column_ids) == self.history_columns:    # the same (a database's columns restored): no second read
+            return
         self.history_columns = list(column_ids)
         self.spawn(self.refresh_history())
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import hashlib
 import html
 import json
 from pathlib import Path
@@ -23,7 +22,7 @@ from .panels.controls import ControlsPanel
 from .panels.dashboard import DashboardPanel
 from .panels.episode_view import EpisodeViewPanel
 from .panels.event_log import EventLogPanel
-from .panels.history import HistoryPanel
+from .panels.history import HistoryPanel, database_key
 from .panels.pool_table import PoolTablePanel
 from .panels.run_form import RunFormPanel
 from .panels.samples import SamplesPanel
@@ -233,7 +232,7 @@ class MainWindow(QtWidgets.QMainWindow):
 
     def _charts_key(self) -> str:
         """Added charts are remembered per database: its resolved path, hashed into a setting's name."""
-        return "charts/" + hashlib.sha256(str(self.db_path.resolve()).encode()).hexdigest()[:16]
+        return database_key(self.db_path) + "/charts"
 
     def _saved_charts(self) -> list[list[str]]:
         try:

@@ -6,14 +6,17 @@ A package registers, in its pyproject.toml:
     [project.entry-points."rla.renderers"]
     report = "some_package.report_cli:main"
 
-where `main()` takes the `rla export` arguments from sys.argv (`--db PATH --format FMT --out PATH
-[--force] -- RUN_ID…`), prints one line and returns the exit code. It runs in a subprocess, so
+where `main()` takes the `rla export` arguments from sys.argv (`report_args`: `--db PATH --format
+FMT --out PATH [--force] [--chart KEY,KEY …] [--group-by COLUMN] -- RUN_ID…`), prints one line and
+returns the exit code. It runs in a subprocess, so
 Qt is loaded there and never in the engine's process.
 """
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterable, Sequence
 from importlib.metadata import entry_points
+from pathlib import Path
 
 GROUP = "rla.renderers"
 NAME = "report"
@@ -31,3 +34,17 @@ def renderer_command(python: str = sys.executable, name: str = NAME) -> list[str
     ep = next(iter(found))
     call = f"import importlib, sys; sys.exit(getattr(importlib.import_module({ep.module!r}), {ep.attr!r})())"
     return [python, "-c", call]
+
+
+def report_args(db: str | Path, fmt: str, out: str | Path, run_ids: Sequence[str], force: bool = False,
+                charts: Iterable[Sequence[str]] = (), group_by: str | None = None) -> list[str]:
+    """The renderer's arguments, as `rla export` and the console pass them: `charts` are the added
+    charts (each a list of metric keys), `group_by` a History column (a group report)."""
+    args = ["--db", str(db), "--format", fmt, "--out", str(out)]
+    if force:
+        args.append("--force")
+    for keys in charts:
+        args += ["--chart", ",".join(keys)]
+    if group_by:
+        args += ["--group-by", group_by]
+    return [*args, "--", *run_ids]

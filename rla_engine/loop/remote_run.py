@@ -71,7 +71,6 @@ class RemoteTrainer:
     def load_state_dict(self, state: dict) -> None:
         self.iteration = self._wait(self.actor.load_state_dict.remote(state), "loading the checkpoint")
         self.env_steps = int(state["env_steps"])
-        self.alert_state = state.get("alerts")     # the runner's alert watcher lives here, not in the actor
 
     def set_interrupt(self, interrupted: Callable[[], bool]) -> None:
         self.interrupted = interrupted

@@ -74,7 +74,6 @@ class Trainer:
         self.env_steps = 0
         p = cfg.policy
         self.gate = MuGate(p.mu_target, p.mu_ema) if p.mu_gate else None
-        self.alert_state: str | None = None   # the runner's AlertWatcher, carried through checkpoints
 
     # -- one iteration ---------------------------------------------------------------------
     def step(self, final: bool = False) -> IterationResult:
@@ -321,8 +320,7 @@ class Trainer:
     def state_dict(self) -> dict:
         return {"iteration": self.iteration, "env_steps": self.env_steps, **self.backend.state_dict(),
                 "torch_rng": self.gen.get_state(), "np_rng": json.dumps(self.rng.bit_generator.state),
-                "pool": self.pool.state_dict(), "mu_hat": self.gate.mu_hat if self.gate else None,
-                "alerts": self.alert_state}
+                "pool": self.pool.state_dict(), "mu_hat": self.gate.mu_hat if self.gate else None}
 
     def load_state_dict(self, s: dict) -> None:
         self.iteration, self.env_steps = int(s["iteration"]), int(s["env_steps"])
@@ -333,4 +331,3 @@ class Trainer:
         self.pool.load_state_dict(s["pool"])
         if self.gate is not None and s.get("mu_hat") is not None:
             self.gate.mu_hat = float(s["mu_hat"])
-        self.alert_state = s.get("alerts")      # absent from checkpoints written before alerts existed

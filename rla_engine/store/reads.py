@@ -158,6 +158,15 @@ def _where_in(sql: str, args: list, column: str, values: Iterable | None) -> tup
     return sql + f" AND {column} IN ({', '.join('?' for _ in values)})", args + values
 
 
+def _config_table(text: Any) -> dict | None:
+    """A stored configuration as a table of settings; None where it cannot be read as one (a hand edit)."""
+    try:
+        config = json.loads(text) if isinstance(text, str) else None
+    except (ValueError, RecursionError):
+        return None
+    return config if isinstance(config, dict) else None
+
+
 def _value(v: Any) -> float:
     """A metric's value: a finite number, else NaN (it cannot be read)."""
     return float(v) if _finite(v) else NAN
@@ -257,19 +266,12 @@ class ReadsMixin(StoreBase):
         rows = self.db.execute(
             "SELECT key, value FROM metrics m WHERE run_id = ? AND iteration = "
             "(SELECT max(iteration) FROM metrics WHERE run_id = m.run_id AND key = m.key "
-            "AND iteration BETWEEN 0 AND 9223372036854775807)", [run_id]).fetchall()
+            f"AND {_ANY_ITERATION})", [run_id]).fetchall()
         return {k: _value(v) for k, v in rows if isinstance(k, str)}
 
     def last_values(self, run_id: str, keys: Iterable[str]) -> dict[str, float]:
         """The last value of each key, one index seek each (cheap even for a huge run)."""
-        out = {}
-        for k in keys:
-            row = self.db.execute("SELECT value FROM metrics WHERE run_id = ? AND key = ? "
-                                  "AND iteration BETWEEN 0 AND 9223372036854775807 "
-                                  "ORDER BY iteration DESC LIMIT 1", [run_id, k]).fetchone()
-            if row is not None:
-                out[k] = _value(row[0])
-        return out
+        return self.final_values(keys, [run_id]).get(run_id, {})
 
     # -- chosen columns of the history: every run at once, one query per read ------------------
     def metric_names(self) -> list[str]:
@@ -314,11 +316,8 @@ class ReadsMixin(StoreBase):
         runs, args = _runs_sql(run_ids)
         out: dict[str, dict[str, Any]] = {}
         for run_id, text in self.db.execute(f"SELECT id, config_json FROM runs WHERE id IN ({runs})", args):
-            try:
-                config = json.loads(text) if isinstance(text, str) else None
-            except (ValueError, RecursionError):
-                config = None
-            if isinstance(run_id, str) and isinstance(config, dict):
+            config = _config_table(text)
+            if isinstance(run_id, str) and config is not None:
                 out[run_id] = flatten(config)
         return out
 
@@ -326,11 +325,8 @@ class ReadsMixin(StoreBase):
         """Every dotted configuration field of the database's runs, sorted."""
         fields: set[str] = set()
         for (text,) in self.db.execute("SELECT DISTINCT config_json FROM runs"):
-            try:
-                config = json.loads(text) if isinstance(text, str) else None
-            except (ValueError, RecursionError):
-                continue
-            if isinstance(config, dict):
+            config = _config_table(text)
+            if config is not None:
                 fields.update(flatten(config))
         return sorted(fields)
 

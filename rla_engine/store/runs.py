@@ -150,7 +150,8 @@ class RunsMixin(WritesMixin, ReadsMixin):
         """Run rows with the last value of `keys` and a duration, for history tables."""
         keys, now = list(keys), _now()
         rows: list[dict] = [dict(r) for r in self.list_runs(include_archived)]
+        finals = self.final_values(keys, [r["id"] for r in rows])     # one query for all runs
         for r in rows:
-            r.update(self.last_values(r["id"], keys))
+            r.update(finals.get(r["id"], {}))
             r["duration"] = run_duration(r, now)
         return rows

@@ -188,7 +188,6 @@ class DashboardPanel(QtWidgets.QWidget):
         self.difficulty = DifficultyPlot(data)
         self.health = HealthTabs(data)
         self.losses = self.health.plots[LOSSES.id]
-        self.system = self.health.plots[SYSTEM_USE.id], self.health.plots[SYSTEM_MEMORY.id]
         self.plots: list[MetricPlot] = [self.policy, self.agreement, self.balance, self.difficulty,
                                         *self.health.plots.values()]
         self._tiers: set[str] = set()
@@ -321,10 +320,8 @@ class DashboardPanel(QtWidgets.QWidget):
             # one legend entry stands for every tier (their shades say which): an entry each made
             # the legend taller than the plot; the read-out names each tier's value
             legend = self.policy.plotItem.legend
-            if self._tiers:
-                legend.removeItem(curve.line)
-            else:
-                legend.removeItem(curve.line)
+            legend.removeItem(curve.line)
+            if not self._tiers:
                 legend.addItem(curve.line, "eval @tiers")
             self._tiers.add(key)
         if new_tiers:

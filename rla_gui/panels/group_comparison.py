@@ -10,7 +10,7 @@ import html
 import pyqtgraph as pg
 from PySide6 import QtCore, QtGui, QtWidgets
 
-from rla_engine.text import printable
+from rla_engine.text import counted, printable
 from rla_engine.vocabulary import LIVE
 
 from ..panel_spec import LOSSES, PALETTE, PANELS, Panel
@@ -70,7 +70,7 @@ class GroupPlot(pg.PlotWidget):
 
 def legend_label(label: str, runs: Runs) -> str:
     """A group's legend entry (pyqtgraph renders it as HTML: shown verbatim)."""
-    return html.escape(printable(f"{label} ({len(runs)} run{'s' if len(runs) != 1 else ''})"))
+    return html.escape(printable(f"{label} ({counted(len(runs), 'run')})"))
 
 
 class GroupComparisonPanel(QtWidgets.QWidget):

@@ -145,11 +145,11 @@ class HistoryPanel(QtWidgets.QWidget):
     def selected_ids(self) -> list[str]:
         """The selected runs; in the grouped view a selected group stands for its runs."""
         if self.grouped():
-            ids: list[str] = []
+            ids: dict[str, None] = {}            # ordered, each once (a run and its group may both be selected)
             for index in self.tree.selectionModel().selectedRows():
                 group, run = self.groups.group_of(index), self.groups.run_of(index)
-                ids += [r["id"] for r in (group.members if group else [run] if run else []) if r["id"] not in ids]
-            return ids
+                ids.update(dict.fromkeys(r["id"] for r in (group.members if group else [run] if run else [])))
+            return list(ids)
         rows = {self.proxy.mapToSource(i).row() for i in self.table.selectionModel().selectedRows()}
         return [self.model.rows[r]["id"] for r in sorted(rows)]
 

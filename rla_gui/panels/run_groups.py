@@ -8,6 +8,8 @@ from typing import Any
 
 from PySide6 import QtCore, QtGui, QtWidgets
 
+from rla_engine.text import counted
+
 from ..widgets.run_columns import Column, Group, group_rows, mean_std_text, missing, ordered
 from .runs_model import cell, fill_roles
 
@@ -102,7 +104,7 @@ class GroupTreeModel(QtCore.QAbstractItemModel):
         group = self.groups[index.row()]
         if role == Role.DisplayRole:
             if index.column() == 0:
-                return f"{group.label}   ({len(group.members)} run{'s' if len(group.members) != 1 else ''})"
+                return f"{group.label}   ({counted(len(group.members), 'run')})"
             return self.stats(index.row()).get(index.column(), "")
         if role == Role.FontRole:
             font = QtGui.QFont()

@@ -114,6 +114,7 @@ class MetricPlot(pg.PlotWidget):
         self.readout = HoverReadout(self, self._describe)
         self._last_x: tuple | None = None
         self._drawn_state: tuple | None = None
+        self._pending_marks: list[tuple[int, str]] = []
         self.plotItem.vb.sigXRangeChanged.connect(lambda *_: self._view_changed())
         # right-click saves; what it writes as data: these curves and the difficulty plot's band
         add_chart_export(self, lambda: [(short(c.key), c, self.data)
@@ -144,9 +145,12 @@ class MetricPlot(pg.PlotWidget):
         self.plotItem.setLogMode(y=log_y)
 
     def needs_refresh(self) -> bool:
-        return (self.data.version, self.x_axis, self.smoothing) != self._drawn_state
+        return bool(self._pending_marks) or (self.data.version, self.x_axis, self.smoothing) != self._drawn_state
 
     def refresh(self) -> None:
+        if self._pending_marks:
+            marks, self._pending_marks = self._pending_marks, []
+            self.markers.add(marks)
         self._last_x = x_range = self.visible_x()
         self._drawn_state = (self.data.version, self.x_axis, self.smoothing)
         pixels = max(100, int(self.plotItem.vb.width()))
@@ -176,10 +180,16 @@ class MetricPlot(pg.PlotWidget):
 
     # -- event markers ---------------------------------------------------------------------
     def set_markers(self, events: list[tuple[int, str]]) -> None:
+        self._pending_marks = []
         self.markers.set(events)
 
     def add_markers(self, events: list[tuple[int, str]]) -> None:
-        self.markers.add(events)
+        """On a tab not in front (the health dock's), kept until its next refresh: a first marker
+        re-lays the plot out for its legend entry, 3-12 ms each, for nothing while unseen."""
+        if self.isVisibleTo(self.window()):
+            self.markers.add(events)
+        else:
+            self._pending_marks += events
 
     # -- hover read-out ----------------------------------------------------------------------
     def leaveEvent(self, ev) -> None:

@@ -9,7 +9,7 @@ from PySide6 import QtWidgets
 
 from rla_engine import metrics
 from rla_engine.alerts import ALERTS, CLEARED, RAISED, describe
-from rla_engine.text import printable
+from rla_engine.text import counted, printable
 from rla_engine.vocabulary import EventKind, Status
 
 from ..run_data import RunData
@@ -80,7 +80,7 @@ class StatusLine:
             self.alerts.hide()
             return
         titles = [ALERTS[n].title if n in ALERTS else n for n in self.active]
-        self.alerts.setText(f"⚠ {len(titles)} alert{'s' * (len(titles) > 1)}: {', '.join(titles)}")
+        self.alerts.setText(f"⚠ {counted(len(titles), 'alert')}: {', '.join(titles)}")
         self.alerts.setToolTip("<br><br>".join(
             f"<b>{_esc(describe(p))}</b><br>{_esc(p.get('message', ''))}<br>"
             f"<i>What to do:</i> {_esc(p.get('advice', ''))}" for p in self.active.values()))

@@ -81,7 +81,9 @@ def answer_file_dialog(path: Path | None) -> list:
         if path is None:
             dialog.reject()
         else:
-            dialog.selectFile(str(path))
+            # typed into the name field, as a person does: selectFile before the folder's listing
+            # has loaded selects nothing (the dialog then saved under its proposal)
+            dialog.findChild(QtWidgets.QLineEdit, "fileNameEdit").setText(str(path))
             dialog.accept()
     QtCore.QTimer.singleShot(20, poll)
     return seen
