@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 from . import metrics
-from .ablation.arms import ARMS
+from .ablation.arms import ARMS, DIAGNOSTIC_ARMS
 from .alerts import describe, open_alerts
 from .config import ConfigError, build, preset_description, preset_names
 from .errors import ExecutorError, InputError
@@ -66,7 +66,8 @@ def _parser() -> argparse.ArgumentParser:
     abl.add_argument("--seeds", required=True, help="seeds, e.g. 0,1,2 (every arm runs every seed)")
     abl.add_argument("--budget", required=True, type=int, metavar="ENV_STEPS",
                      help="environment steps per run; a run stops once it has taken them")
-    abl.add_argument("--arms", help=f"comma-separated arms (default: all of {', '.join(ARMS)})")
+    abl.add_argument("--arms", help=f"comma-separated arms of {', '.join(ARMS)} (default: all but the "
+                                    f"diagnostic {', '.join(DIAGNOSTIC_ARMS)})")
     abl.add_argument("--group", help="the group id (default: ablate-<preset>-<budget>); runs are <group>.<arm>.s<seed>")
     abl.add_argument("--jobs", type=int, help="runs at a time (default: 1, each using one core; with --executor ray "
                                               "as many as the cluster holds)")

@@ -17,7 +17,7 @@ from typing import Any, cast
 
 import tomli_w
 
-from .tasks import family_kind, family_names
+from .tasks import family_kind, family_names, family_spec
 
 DEVICES = ("", "auto", "cpu", "cuda")
 DTYPES = ("auto", "float32", "bfloat16", "float16")
@@ -110,11 +110,19 @@ class PolicyConfig:
     lora_rank: int = _f(0, _LM + "LoRA rank of the policy and judge (0: full fine-tuning; needs peft).",
                         min=0, max=1024)
     lora_alpha: float = _f(16.0, _LM + "LoRA scaling α.", min=0.0, max=10000.0, min_exclusive=True)
+    verdict_centering: str = _f("none", "none: R_i = O + λ·mean_j S_ij (the paper). trajectory (not in the paper): "
+                                        "each step's mean verdict minus its trajectory's mean before it enters the "
+                                        "policy's reward, so the step reward ranks steps within a trajectory and "
+                                        "does not count the outcome a second time; the judge's own reward is "
+                                        "unchanged.", choices=("none", "trajectory"))
     mu_gate: bool = _f(False, "μ gate (not in the paper): scale λ by clip((μ̂−1)/(μ_target−1), 0, 1), μ̂ an "
                               "EMA of the judge's μ — Theorem 1: verdicts carry signal only when μ > 1.")
     mu_target: float = _f(1.5, "μ at which the gate lets the full λ through.", min=1.0, max=2.0, min_exclusive=True)
     mu_ema: float = _f(0.1, "EMA weight α of this iteration's μ in the gate's μ̂.", min=0.0, max=1.0,
                        min_exclusive=True)
+
+
+JUDGE_SOURCES = ("learned", "oracle")
 
 
 @dataclass
@@ -135,6 +143,13 @@ class JudgeConfig:
     weighting: str = _f("paper", "paper: every judge sample counts alike (SPEC §4); balanced (not in the paper): "
                                  "steps of successful and of failed trajectories weigh half each (Theorem 2).",
                         choices=("paper", "balanced"))
+    source: str = _f("learned", "learned: the judge gives the verdicts (the paper). oracle — a DIAGNOSTIC, not a "
+                                "learner: the family's oracle step labels replace the judge's verdicts (m copies "
+                                "of each step's label; the judge is not trained) — the ceiling a perfect judge "
+                                "would give.", choices=JUDGE_SOURCES)
+    oracle_noise: float = _f(0.0, "With judge.source = oracle: probability of flipping each of a step's m verdicts "
+                                  "independently (an oracle with random, not systematic, errors; ignored with a "
+                                  "learned judge).", min=0.0, max=1.0)
 
 
 STRATEGIES = ("rlanything", "fixed", "plr", "dapo", "uniform")
@@ -377,6 +392,8 @@ def _check_relations(cfg: Config) -> None:
     if len(set(tiers)) != len(tiers):     # each tier is one metric key, eval/success@<d>
         raise ConfigError("eval.tiers", cfg.eval.tiers, "must not repeat a tier")
     _check_backend(cfg)
+    if cfg.judge.source == "oracle" and not family_spec(cfg.task.family).has_oracle:
+        raise ConfigError("judge.source", "oracle", f"{cfg.task.family} has no oracle step labels; must be learned")
     if cfg.rollout.tasks_per_iter > cfg.task.pool_size:
         raise ConfigError("rollout.tasks_per_iter", cfg.rollout.tasks_per_iter,
                           f"must be ≤ task.pool_size = {cfg.task.pool_size}")

@@ -19,6 +19,12 @@ P_MINUS = "rm/p_minus"
 MU = "rm/mu"
 PRECISION = "rm/precision"
 PRECISION_BOUND = "rm/precision_bound"
+# how the judge errs (issue 22), against the oracle's step labels it never sees
+AGREEMENT_ON_SUCCESS = "rm/agreement_on_success"     # process agreement on steps of successful trajectories
+AGREEMENT_ON_FAILURE = "rm/agreement_on_failure"     # … and of failed ones
+OUTCOME_SHARE = "rm/outcome_share"                   # share of the verdicts' variance the outcome explains
+OUTCOME_SHARE_GIVEN_ORACLE = "rm/outcome_share_given_oracle"   # … among steps of one oracle label
+ERROR_CORRELATION = "rm/error_correlation"           # of adjacent steps' verdicts, less their label's mean
 
 POSITIVE_FRACTION = "env/positive_fraction"
 DIFFICULTY_MEAN = "env/difficulty_mean"
@@ -109,6 +115,8 @@ ALL_FIXED = (SUCCESS, REWARD, STEP_REWARD, EPISODE_LENGTH, EVAL_SUCCESS, OUTCOME
              PENDING, IN_BAND, LOSS_POLICY, LOSS_JUDGE, LOSS_KL, ENV_STEPS, ITERATION_S, ENV_STEPS_PER_S)
 
 
+JUDGE_ERRORS = (AGREEMENT_ON_SUCCESS, AGREEMENT_ON_FAILURE, OUTCOME_SHARE, OUTCOME_SHARE_GIVEN_ORACLE,
+                ERROR_CORRELATION)
 POLICY_HEALTH = (POLICY_CLIP_FRACTION, POLICY_APPROX_KL, POLICY_ENTROPY, POLICY_GRAD_NORM, POLICY_TRAINED_SHARE)
 JUDGE_HEALTH = (JUDGE_CLIP_FRACTION, JUDGE_APPROX_KL, JUDGE_ENTROPY, JUDGE_GRAD_NORM, JUDGE_TRAINED_SHARE)
 TEXT_HEALTH = (COMPLETION_LENGTH_MEAN, COMPLETION_LENGTH_MAX, TRUNCATED_SHARE, JUDGE_UNREADABLE_SHARE)

@@ -14,6 +14,7 @@ __all__ = [
     "accept_candidate",
     "adaptation_direction",
     "balance",
+    "centred_policy_step_rewards",
     "empirical_precision",
     "judge_rewards",
     "normalize_per_step",
@@ -98,6 +99,21 @@ def policy_step_rewards(outcome, verdicts, lam=1.0) -> list[float]:
         vs = _verdicts(vs, f"step {i}")
         out.append(o + lam * sum(vs) / len(vs))
     return out
+
+
+def centred_policy_step_rewards(outcome, verdicts, lam=1.0) -> list[float]:
+    """policy.verdict_centering = "trajectory" (not in the paper): R_i = O + lam * (v_i - v̄) with
+    v_i = (1/m_i) * sum_j S_ij and v̄ the mean of v_i over the trajectory's steps."""
+    o = _outcome(outcome)
+    lam = _finite(lam, "lam")
+    means = []
+    for i, vs in enumerate(verdicts):
+        vs = _verdicts(vs, f"step {i}")
+        means.append(sum(vs) / len(vs))
+    if not means:
+        return []
+    centre = math.fsum(means) / len(means)
+    return [o + lam * (v - centre) for v in means]
 
 
 def normalize_per_step(rewards) -> list[list[float]]:

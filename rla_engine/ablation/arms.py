@@ -28,7 +28,11 @@ ARMS: dict[str, tuple[tuple[str, object], ...]] = {
     "plr": (*_FROZEN_OUTCOME_ONLY, ("env.strategy", "plr")),
     "dapo": (*_FROZEN_OUTCOME_ONLY, ("env.strategy", "dapo")),
     "uniform": (*_FROZEN_OUTCOME_ONLY, ("env.strategy", "uniform")),
+    # diagnostics, not learners: the family's oracle labels replace the judge (judge.oracle_noise of the base)
+    "full+oracle-judge": (("judge.source", "oracle"), ("env.strategy", "rlanything")),
+    "step+oracle-judge": (("judge.source", "oracle"), ("env.strategy", "fixed")),
 }
+DIAGNOSTIC_ARMS = ("full+oracle-judge", "step+oracle-judge")
 # what each arm asks, in words, for the console and help texts; the switches above are what it does
 ARM_DESCRIPTIONS: dict[str, str] = {
     "outcome": "Outcome reward only (λ = 0), judge frozen, fixed task pool: the baseline.",
@@ -45,13 +49,18 @@ ARM_DESCRIPTIONS: dict[str, str] = {
     "dapo": "DAPO's dynamic sampling: draw groups until a batch of mixed ones is found (outcome reward only, "
             "judge frozen).",
     "uniform": "Fresh tasks of difficulty U[0, 1] every iteration (outcome reward only, judge frozen).",
+    "full+oracle-judge": "DIAGNOSTIC, not a learner: full with the family's oracle step labels in place of the "
+                         "judge's verdicts (flipped at random with the base's judge.oracle_noise) — the ceiling "
+                         "a perfect judge would give.",
+    "step+oracle-judge": "DIAGNOSTIC, not a learner: step rewards from the family's oracle labels in place of "
+                         "the judge, fixed task pool.",
 }
 # every arm starts from the paper's form of the switches an arm may leave unnamed, so an arm means
 # the same whatever the base says about them (the arithmetic preset turns the μ gate on for its
 # own runs; its "full" arm must still be the paper's loop)
-_PAPER_FORM = (("policy.mu_gate", False), ("env.critic", "judge"))
+_PAPER_FORM = (("policy.mu_gate", False), ("env.critic", "judge"), ("judge.source", "learned"))
 # arms that use the judge's verdicts in the policy reward need a λ > 0 in the base config
-STEP_ARMS = ("step", "step+judge", "full", "full+gate", "full+random-critic")
+STEP_ARMS = ("step", "step+judge", "full", "full+gate", "full+random-critic", *DIAGNOSTIC_ARMS)
 GROUP_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,59}\Z")
 
 
@@ -77,8 +86,8 @@ class PlannedRun:
 
 
 def parse_arms(text: str | None) -> list[str]:
-    if text is None:
-        return list(ARMS)
+    if text is None:       # every learning arm; a diagnostic one only when named
+        return [a for a in ARMS if a not in DIAGNOSTIC_ARMS]
     arms = [a.strip() for a in text.split(",") if a.strip()]
     unknown = [a for a in arms if a not in ARMS]
     if unknown or not arms:
@@ -111,6 +120,8 @@ def arm_config(base: Config, arm: str, seed: int, budget: int) -> Config:
     cfg = copy.deepcopy(base)
     for key, value in (*_PAPER_FORM, *ARMS[arm]):
         set_value(cfg, key, value)
+    if cfg.judge.source == "learned":     # the noise of an oracle a learned arm does not use: not stored
+        set_value(cfg, "judge.oracle_noise", 0.0)
     set_value(cfg, "run.seed", seed)
     set_value(cfg, "run.env_step_budget", budget)
     set_value(cfg, "run.iterations", NO_ITERATION_LIMIT)

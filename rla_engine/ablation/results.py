@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from .. import metrics
 from ..store import Store
-from .arms import PlannedRun
+from .arms import DIAGNOSTIC_ARMS, PlannedRun
 
 LAST_EVALS = 3
 LAST_VALUES = 10
@@ -24,6 +24,10 @@ COLUMNS: tuple[tuple[str, str], ...] = (
     ("@0.9", metrics.eval_tier_key(0.9)),
     ("process agreement", metrics.PROCESS_AGREEMENT),
     ("outcome agreement", metrics.OUTCOME_AGREEMENT),
+    ("agreement on success", metrics.AGREEMENT_ON_SUCCESS),
+    ("agreement on failure", metrics.AGREEMENT_ON_FAILURE),
+    ("outcome share given oracle", metrics.OUTCOME_SHARE_GIVEN_ORACLE),
+    ("error correlation", metrics.ERROR_CORRELATION),
     ("μ", metrics.MU),
     ("difficulty", metrics.DIFFICULTY_MEAN),
     ("env steps", metrics.ENV_STEPS),
@@ -31,6 +35,7 @@ COLUMNS: tuple[tuple[str, str], ...] = (
 )
 _LAST_N = {metrics.EVAL_SUCCESS: LAST_EVALS, metrics.eval_tier_key(0.9): LAST_EVALS,
            metrics.PROCESS_AGREEMENT: LAST_VALUES, metrics.OUTCOME_AGREEMENT: LAST_VALUES, metrics.MU: LAST_VALUES,
+           **{key: LAST_VALUES for key in metrics.JUDGE_ERRORS},
            metrics.DIFFICULTY_MEAN: 1, metrics.ENV_STEPS: 1}
 
 
@@ -87,7 +92,8 @@ def markdown(results: list[ArmResult], title: str) -> str:
     lines = [f"### {title}", "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for res in results:
         cells = [_cell(*res.mean_std(key), key) for _, key in COLUMNS]
-        lines.append(f"| {res.arm} | {len(res.runs)} | " + " | ".join(cells) + " |")
+        name = f"{res.arm} (diagnostic)" if res.arm in DIAGNOSTIC_ARMS else res.arm
+        lines.append(f"| {name} | {len(res.runs)} | " + " | ".join(cells) + " |")
     notes = [u for res in results for u in res.unfinished]
     if notes:
         lines += ["", "Not finished: " + ", ".join(notes)]

@@ -23,7 +23,7 @@ from ..tasks.task import Task
 from . import env_model, samples
 from .dialogue import TextEpisodes, join, play
 from .generation import Sampling, token_scores, was_cut
-from .judge import TextJudgement, join_judgements, judge, unreadable_share
+from .judge import TextJudgement, join_judgements, judge, oracle_judgement, unreadable_share
 from .lora import adapter_state, apply_lora, load_adapter_state
 from .sources import ModelLoadError, load_model, resolve_device
 
@@ -104,6 +104,10 @@ class LLMBackend(Backend):
     def judge(self, ep: Episodes, m: int) -> TextJudgement:
         assert isinstance(ep, TextEpisodes)
         return judge(self.judge_lm, self.judge_tok, ep, m, self.judge_how, self.gen)
+
+    def oracle_judgement(self, ep: Episodes, verdicts: torch.Tensor) -> TextJudgement:
+        assert isinstance(ep, TextEpisodes)
+        return oracle_judgement(ep, verdicts)
 
     # -- updates -----------------------------------------------------------------------------
     def update_policy(self, ep: Episodes, steps: torch.Tensor, advantages: torch.Tensor,

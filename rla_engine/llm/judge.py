@@ -84,6 +84,16 @@ def judge(model, tokenizer, ep: TextEpisodes, m: int, how: Sampling, gen: torch.
     return TextJudgement(verdicts, cells, prompts, outputs, texts)
 
 
+def oracle_judgement(ep: TextEpisodes, verdicts: torch.Tensor) -> TextJudgement:
+    """Given verdicts (judge.source = oracle, a diagnostic) as a judgement the console and the
+    critic can read: each sample's text says it is the oracle's label; nothing was generated."""
+    cells = [(int(b), int(t)) for b, t in ep.mask.nonzero().tolist()]
+    m = verdicts.shape[-1]
+    said = {1: "(oracle) \\boxed{1}", -1: "(oracle) \\boxed{-1}", 0: "(oracle: this step has no label)"}
+    texts = [[said[int(v)] for v in verdicts[b, t]] for b, t in cells]
+    return TextJudgement(verdicts, cells, [[] for _ in cells], [[[] for _ in range(m)] for _ in cells], texts)
+
+
 def unreadable_share(judgement: TextJudgement) -> float:
     """Share of the judge's samples over every judged step whose verdict could not be read (0);
     nan when no step was judged."""

@@ -16,6 +16,28 @@ def step_rewards(outcome: torch.Tensor, verdicts: torch.Tensor, mask: torch.Tens
     return r * mask
 
 
+def centred_step_rewards(outcome: torch.Tensor, verdicts: torch.Tensor, mask: torch.Tensor,
+                         lam: float) -> torch.Tensor:
+    """R_i = O + λ·(s̄_i − mean of s̄ over the trajectory's real steps), s̄_i = (1/m)·Σ_j S_ij, per step
+    [B, T]; 0 where mask is False (policy.verdict_centering = "trajectory", not in the paper): the
+    part of the verdicts shared by a whole trajectory — a judge predicting its outcome — adds nothing."""
+    w = mask.float()
+    s = verdicts.float().mean(-1) * w
+    traj = s.sum(1, keepdim=True) / w.sum(1, keepdim=True).clamp(min=1)
+    return (outcome.unsqueeze(1) + lam * (s - traj)) * w
+
+
+def oracle_verdicts(oracle: torch.Tensor, mask: torch.Tensor, m: int, noise: float,
+                    gen: torch.Generator) -> torch.Tensor:
+    """judge.source = "oracle" (a diagnostic, never a learner): m copies of each real step's oracle
+    label [B, T, m] int8, each flipped independently with probability `noise`; 0 on padding."""
+    v = oracle.to(torch.int8).unsqueeze(-1).expand(*oracle.shape, m).clone()
+    if noise > 0:
+        flip = torch.rand(v.shape, generator=gen, device=v.device) < noise
+        v = torch.where(flip, -v, v)
+    return v * mask.unsqueeze(-1).to(torch.int8)
+
+
 def normalize_per_step(rewards: torch.Tensor, mask: torch.Tensor, rollouts: int) -> torch.Tensor:
     """Group-relative advantages per step index: z-score R_i across a task's rollouts that reached i
     (population std); 0 where fewer than 2 reached i or the std ≤ 1e-8."""

@@ -97,6 +97,11 @@ class Backend(abc.ABC):
     def judge(self, ep: Episodes, m: int) -> Judgement:
         """m verdicts for every real step."""
 
+    def oracle_judgement(self, ep: Episodes, verdicts: torch.Tensor) -> Judgement:
+        """A judgement whose verdicts [B, T, m] are given, not judged (judge.source = oracle, a
+        diagnostic): carries what the critic and the console read beside them."""
+        return Judgement(verdicts)
+
     @abc.abstractmethod
     def update_policy(self, ep: Episodes, steps: torch.Tensor, advantages: torch.Tensor,
                       visited: torch.Tensor | None) -> PPOStats:

@@ -80,6 +80,9 @@ class EmbeddedBackend(Backend):
             out[ep.mask] = self.judge_net.sample(x[ep.mask], m, self.cfg.judge.temperature, self.gen)
         return EmbeddedJudgement(out, x)
 
+    def oracle_judgement(self, ep: Episodes, verdicts: torch.Tensor) -> EmbeddedJudgement:
+        return EmbeddedJudgement(verdicts, None)
+
     def join_judgements(self, parts: list[Judgement], offsets: list[int]) -> EmbeddedJudgement:
         mine = [p for p in parts if isinstance(p, EmbeddedJudgement)]
         assert len(mine) == len(parts)

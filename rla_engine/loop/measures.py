@@ -51,6 +51,66 @@ def judge_measures(verdicts: torch.Tensor, mask: torch.Tensor, outcome: torch.Te
     return out
 
 
+def judge_error_structure(verdicts: torch.Tensor, mask: torch.Tensor, outcome: torch.Tensor,
+                          oracle: torch.Tensor) -> dict[str, float]:
+    """How the judge errs, against the oracle's labels (issue 22; steps without a label left out).
+    Agreement is balanced over oracle-good and -bad steps, within each trajectory outcome. The
+    outcome's share of the variance of the steps' mean verdicts is η² (between-outcome over total
+    sum of squares), over all steps and pooled within each oracle label: a judge whose errors are
+    noise has ~0 of the latter, one that predicts the outcome from each step has much. The error
+    correlation is Pearson's r of adjacent labelled steps' residuals (below)."""
+    out: dict[str, float] = {}
+    s = verdicts.float().mean(-1)
+    labelled = mask & (oracle != 0)
+    won = (outcome > 0).unsqueeze(1).expand_as(mask)
+    _put(out, metrics.AGREEMENT_ON_SUCCESS, _balanced_agreement(verdicts, labelled & won, oracle))
+    _put(out, metrics.AGREEMENT_ON_FAILURE, _balanced_agreement(verdicts, labelled & ~won, oracle))
+    _put(out, metrics.OUTCOME_SHARE, _eta_squared([(s[mask], won[mask])]))
+    _put(out, metrics.OUTCOME_SHARE_GIVEN_ORACLE,
+         _eta_squared([(s[labelled & (oracle == c)], won[labelled & (oracle == c)]) for c in (1, -1)]))
+    # what of a verdict its step's label does not explain: its mean verdict less the mean over steps
+    # of that label; independent errors leave adjacent residuals uncorrelated, errors that follow
+    # the trajectory (its outcome, its states) do not
+    residual = torch.zeros_like(s)
+    for c in (1, -1):
+        where = labelled & (oracle == c)
+        if where.any():
+            residual[where] = s[where] - s[where].mean()
+    pair = labelled[:, :-1] & labelled[:, 1:]
+    _put(out, metrics.ERROR_CORRELATION, _pearson(residual[:, :-1][pair], residual[:, 1:][pair]))
+    return out
+
+
+def _balanced_agreement(verdicts: torch.Tensor, where: torch.Tensor, oracle: torch.Tensor) -> float:
+    good, bad = where & (oracle > 0), where & (oracle < 0)
+    if not good.any() or not bad.any():
+        return float("nan")
+    v = verdicts.float()
+    return float(0.5 * ((v[good] == 1).float().mean() + (v[bad] == -1).float().mean()))
+
+
+def _eta_squared(strata: list[tuple[torch.Tensor, torch.Tensor]]) -> float:
+    """Σ between-group over Σ total sum of squares of values split by a bool, pooled over strata."""
+    between = total = 0.0
+    for x, group in strata:
+        if x.numel() < 2:
+            continue
+        x = x.double()
+        total += float(((x - x.mean()) ** 2).sum())
+        for g in (group, ~group):
+            if g.any():
+                between += float(g.sum()) * float(x[g].mean() - x.mean()) ** 2
+    return between / total if total > 0 else float("nan")
+
+
+def _pearson(a: torch.Tensor, b: torch.Tensor) -> float:
+    if a.numel() < 2:
+        return float("nan")
+    a, b = a.double() - a.double().mean(), b.double() - b.double().mean()
+    denom = float((a.square().sum() * b.square().sum()).sqrt())
+    return float((a * b).sum()) / denom if denom > 0 else float("nan")
+
+
 def balance(verdicts: torch.Tensor, mask: torch.Tensor, outcome: torch.Tensor) -> tuple[float, float]:
     """(p₊, p₋) of §6 over the real steps, per verdict; unreadable verdicts stay in the
     denominators; nan for a class with no step."""

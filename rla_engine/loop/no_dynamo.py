@@ -7,10 +7,16 @@ function that does the marking. That import is 2.3 s of CPU on a 2-core machine:
 calls torch.compile, so the marking has nothing to guard against; giving each wrapped method the
 cached value the wrapper would compute (the method itself, unmarked) skips the import. Language
 models may still import it through transformers: this only stops the optimisers from doing so.
+
+The step itself is wrapped twice more (torch 2.13): a profiler hook, and `_use_grad`, which imports
+torch._dynamo on every call to place graph breaks for the compiler. `optimiser_step` runs the step
+as that wrapper would outside torch.compile — grad mode off (these optimisers are not
+differentiable) — without the import. The engine registers no optimiser hooks.
 """
 from __future__ import annotations
 
 import functools
+import inspect
 
 import torch
 from torch import optim
@@ -29,3 +35,11 @@ def skip_dynamo_import() -> int:
                 fn.__dynamo_disable = fn
                 marked += 1
     return marked
+
+
+def optimiser_step(optimizer: optim.Optimizer) -> None:
+    """`optimizer.step()` without torch importing torch._dynamo (2.5 s of an engine's first update)."""
+    assert not optimizer.defaults.get("differentiable", False)
+    step = inspect.unwrap(type(optimizer).step)
+    with torch.no_grad():
+        step(optimizer)

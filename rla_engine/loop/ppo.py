@@ -8,6 +8,8 @@ from collections.abc import Callable
 import torch
 from torch import nn
 
+from .no_dynamo import optimiser_step
+
 
 class NonFiniteError(RuntimeError):
     """A loss or gradient went NaN/inf; raised before the optimiser step can spread it."""
@@ -228,5 +230,5 @@ def _step(net: nn.Module, optimizer: torch.optim.Optimizer, settings: PPOSetting
     grad_norm = nn.utils.clip_grad_norm_(params, settings.max_grad_norm)
     if not torch.isfinite(grad_norm):
         raise NonFiniteError(f"gradient norm of the {name}", float(grad_norm))
-    optimizer.step()
+    optimiser_step(optimizer)
     return float(grad_norm)

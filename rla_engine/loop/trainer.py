@@ -15,14 +15,15 @@ from ..tasks import load_family
 from ..tasks.task import Task
 from ..vocabulary import EventKind
 from . import curriculum
-from .advantages import judge_rewards, normalize_per_step, outcome_balanced_weights, step_rewards
+from .advantages import (centred_step_rewards, judge_rewards, normalize_per_step, oracle_verdicts,
+                         outcome_balanced_weights, step_rewards)
 from .backend import Episodes, Judgement, Proposal, VariantRequest, make_backend
 from .evaluation import held_out_suite
 from .executor import make_executor
 from .gate import MuGate
 from .no_dynamo import skip_dynamo_import
 from .health import role_health
-from .measures import balance_mu, judge_measures, policy_measures
+from .measures import balance_mu, judge_error_structure, judge_measures, policy_measures
 from .pool import TaskPool
 
 MAX_CRITIC_STEPS = 64
@@ -84,7 +85,7 @@ class Trainer:
         sampled, cands, tasks, roll = self._roll_out(it)
         final = final or self._spends_budget(roll.env_steps)
         t1 = clock()
-        judgement = self.executor.judge(roll, cfg.judge.m)
+        judgement = self._judge(roll)
         verdicts = judgement.verdicts
         t2 = clock()
 
@@ -108,8 +109,10 @@ class Trainer:
 
         per_ep = lambda g: g.repeat_interleave(n_rollouts)   # noqa: E731 — group flag -> episode flag
         lam = self._lambda(verdicts, roll, per_ep(keep))
-        R = step_rewards(roll.outcome, verdicts, roll.mask, lam)
-        adv = normalize_per_step(R, roll.mask, n_rollouts)
+        R = step_rewards(roll.outcome, verdicts, roll.mask, lam)      # the judge's consistency reward reads it
+        R_policy = R if cfg.policy.verdict_centering == "none" else \
+            centred_step_rewards(roll.outcome, verdicts, roll.mask, lam)
+        adv = normalize_per_step(R_policy, roll.mask, n_rollouts)
         jr = judge_rewards(R, verdicts) * roll.mask.unsqueeze(-1)
         in_band = (acc_t > cfg.policy.band_low) & (acc_t < cfg.policy.band_high)
         pol_groups = trained & (in_band | (cfg.policy.unanimous_groups & ((acc_t == 0) | (acc_t == 1))))
@@ -121,7 +124,7 @@ class Trainer:
         visited = roll.mask & per_ep(keep).unsqueeze(1) if cfg.policy.entropy_coef > 0 else None
         pol_stats = self.backend.update_policy(roll, pol_sel, adv[pol_sel], visited)
         jud_stats = None
-        if cfg.judge.train:
+        if cfg.judge.train and cfg.judge.source == "learned":      # an oracle replaces the judge: nothing learns
             jsel = (roll.mask & per_ep(jud_groups).unsqueeze(1)).unsqueeze(-1) & (jr != 0)
             b, t, j = jsel.nonzero(as_tuple=True)
             jadv = jr[b, t, j]
@@ -145,7 +148,7 @@ class Trainer:
 
         self.iteration = it
         self.env_steps += roll.env_steps
-        values.update(self._measure(roll, verdicts, R, acc, keep, n_s, decisions, pol_stats, jud_stats, lam,
+        values.update(self._measure(roll, verdicts, R_policy, acc, keep, n_s, decisions, pol_stats, jud_stats, lam,
                                     judgement))
         if self.family.kind == "text":
             values[metrics.INVALID] = float(sum(len(p.invalid) for _, p in proposals))
@@ -159,6 +162,15 @@ class Trainer:
         return IterationResult(it, values, events, pool.take_dirty_rows(), self.env_steps, wall, timings)
 
     # -- the env.strategy's tasks, rolled out ------------------------------------------------
+    def _judge(self, roll: Episodes) -> Judgement:
+        """The judge's verdicts, or with judge.source = "oracle" (a diagnostic) the family's oracle
+        labels in their place (flipped at random with judge.oracle_noise); the judge never sees them."""
+        j = self.cfg.judge
+        if j.source == "learned":
+            return self.executor.judge(roll, j.m)
+        return self.backend.oracle_judgement(roll, oracle_verdicts(roll.oracle, roll.mask, j.m, j.oracle_noise,
+                                                                   self.gen))
+
     def _roll_out(self, it: int) -> tuple[list[int], list[int], list[Task], Episodes]:
         """The sampled slots, the pending candidates, their tasks in rollout order, and the rollouts.
         DAPO draws further slots until enough groups are mixed or the pool is used up; it never
@@ -267,6 +279,10 @@ class Trainer:
             out[metrics.SUCCESS] = float(sampled_success.float().mean())
         mask = roll.mask[ep_keep]
         out.update(policy_measures(R[ep_keep], verdicts[ep_keep], mask, lam, roll.lengths[ep_keep]))
+        if cfg.policy.verdict_centering != "none" and mask.any():    # the step part the policy was given
+            centred = (R[ep_keep] - roll.outcome[ep_keep].unsqueeze(1)) * mask
+            out[metrics.STEP_REWARD] = float(centred.sum() / mask.sum())
+        out.update(judge_error_structure(verdicts[ep_keep], mask, roll.outcome[ep_keep], roll.oracle[ep_keep]))
         out.update(judge_measures(verdicts[ep_keep], mask, roll.outcome[ep_keep], roll.oracle[ep_keep],
                                   kept_groups, n))
         if ep_keep.any():       # every rollout can be a rejected candidate's: then there is no share

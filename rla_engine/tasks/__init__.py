@@ -24,6 +24,7 @@ class FamilySpec:
     summary: str
     module: str          # defines `FAMILY`, an instance of tasks.base.Family or tasks.text_base.TextFamily
     kind: str = "tensor"  # tensor: the embedded networks play it; text: language models do
+    has_oracle: bool = True  # its episodes carry oracle step labels (judge.source = oracle needs them)
 
     def load(self):
         return importlib.import_module(self.module).FAMILY
