@@ -76,6 +76,9 @@ class RolloutConfig:
     temperature: float = _f(1.0, "Policy sampling temperature during training rollouts.", min=0.05, max=10.0)
 
 
+STEP_VERDICTS = ("paper", "centred", "difference")
+
+
 @dataclass
 class PolicyConfig:
     lam: float = _f(1.0, "Weight λ of the judge's step reward; 0 is outcome-only.", min=0.0, max=100.0)
@@ -110,11 +113,13 @@ class PolicyConfig:
     lora_rank: int = _f(0, _LM + "LoRA rank of the policy and judge (0: full fine-tuning; needs peft).",
                         min=0, max=1024)
     lora_alpha: float = _f(16.0, _LM + "LoRA scaling α.", min=0.0, max=10000.0, min_exclusive=True)
-    verdict_centering: str = _f("none", "none: R_i = O + λ·mean_j S_ij (the paper). trajectory (not in the paper): "
-                                        "each step's mean verdict minus its trajectory's mean before it enters the "
-                                        "policy's reward, so the step reward ranks steps within a trajectory and "
-                                        "does not count the outcome a second time; the judge's own reward is "
-                                        "unchanged.", choices=("none", "trajectory"))
+    step_verdicts: str = _f("paper", "How the judge's verdicts enter the policy's step reward, v_i = mean_j S_ij. "
+                                     "paper: R_i = O + λ·v_i. Not in the paper — centred: v_i less its trajectory's "
+                                     "mean (steps ranked within a trajectory; a verdict shared by every step, such "
+                                     "as a predicted outcome, adds nothing); difference: v_i − v_(i−1), v_(−1) = 0 "
+                                     "(the verdict as a potential: each step is credited with the change it made). "
+                                     "The judge's own reward is the paper's either way.",
+                            choices=STEP_VERDICTS)
     mu_gate: bool = _f(False, "μ gate (not in the paper): scale λ by clip((μ̂−1)/(μ_target−1), 0, 1), μ̂ an "
                               "EMA of the judge's μ — Theorem 1: verdicts carry signal only when μ > 1.")
     mu_target: float = _f(1.5, "μ at which the gate lets the full λ through.", min=1.0, max=2.0, min_exclusive=True)

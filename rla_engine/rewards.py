@@ -14,13 +14,13 @@ __all__ = [
     "accept_candidate",
     "adaptation_direction",
     "balance",
-    "centred_policy_step_rewards",
     "empirical_precision",
     "judge_rewards",
     "normalize_per_step",
     "parse_verdict",
     "policy_step_rewards",
     "precision_bound",
+    "transformed_policy_step_rewards",
 ]
 
 # Below this population std a per-step group counts as constant (SPEC §3).
@@ -101,19 +101,23 @@ def policy_step_rewards(outcome, verdicts, lam=1.0) -> list[float]:
     return out
 
 
-def centred_policy_step_rewards(outcome, verdicts, lam=1.0) -> list[float]:
-    """policy.verdict_centering = "trajectory" (not in the paper): R_i = O + lam * (v_i - v̄) with
-    v_i = (1/m_i) * sum_j S_ij and v̄ the mean of v_i over the trajectory's steps."""
+def transformed_policy_step_rewards(outcome, verdicts, lam=1.0, form="centred") -> list[float]:
+    """policy.step_verdicts (not in the paper): R_i = O + lam * u_i with v_i = (1/m_i) * sum_j S_ij and
+    u_i = v_i - mean(v) over the trajectory (centred) or v_i - v_(i-1), v_(-1) = 0 (difference)."""
     o = _outcome(outcome)
     lam = _finite(lam, "lam")
-    means = []
+    if form not in ("centred", "difference"):
+        raise ValueError(f"form must be centred or difference, got {form!r}")
+    v = []
     for i, vs in enumerate(verdicts):
         vs = _verdicts(vs, f"step {i}")
-        means.append(sum(vs) / len(vs))
-    if not means:
+        v.append(sum(vs) / len(vs))
+    if not v:
         return []
-    centre = math.fsum(means) / len(means)
-    return [o + lam * (v - centre) for v in means]
+    if form == "centred":
+        centre = math.fsum(v) / len(v)
+        return [o + lam * (x - centre) for x in v]
+    return [o + lam * (x - prev) for x, prev in zip(v, [0.0, *v[:-1]])]
 
 
 def normalize_per_step(rewards) -> list[list[float]]:

@@ -5,6 +5,7 @@ Shapes: B = groups × rollouts episodes, T steps, m verdicts per step; `mask` [B
 from __future__ import annotations
 
 import torch
+from torch.nn import functional
 
 STD_EPS = 1e-8
 
@@ -16,15 +17,20 @@ def step_rewards(outcome: torch.Tensor, verdicts: torch.Tensor, mask: torch.Tens
     return r * mask
 
 
-def centred_step_rewards(outcome: torch.Tensor, verdicts: torch.Tensor, mask: torch.Tensor,
-                         lam: float) -> torch.Tensor:
-    """R_i = O + λ·(s̄_i − mean of s̄ over the trajectory's real steps), s̄_i = (1/m)·Σ_j S_ij, per step
-    [B, T]; 0 where mask is False (policy.verdict_centering = "trajectory", not in the paper): the
-    part of the verdicts shared by a whole trajectory — a judge predicting its outcome — adds nothing."""
+def transformed_step_rewards(outcome: torch.Tensor, verdicts: torch.Tensor, mask: torch.Tensor, lam: float,
+                             form: str) -> torch.Tensor:
+    """R_i = O + λ·u_i per step [B, T], 0 where mask is False, for policy.step_verdicts = `form`
+    (not in the paper) with v_i = (1/m)·Σ_j S_ij: centred, u_i = v_i − the mean of v over the
+    trajectory's real steps; difference, u_i = v_i − v_(i−1), v_(−1) = 0."""
     w = mask.float()
-    s = verdicts.float().mean(-1) * w
-    traj = s.sum(1, keepdim=True) / w.sum(1, keepdim=True).clamp(min=1)
-    return (outcome.unsqueeze(1) + lam * (s - traj)) * w
+    v = verdicts.float().mean(-1) * w
+    if form == "centred":
+        u = v - v.sum(1, keepdim=True) / w.sum(1, keepdim=True).clamp(min=1)
+    elif form == "difference":
+        u = v - functional.pad(v[:, :-1], (1, 0))
+    else:
+        raise ValueError(f"unknown step_verdicts form {form!r}")
+    return (outcome.unsqueeze(1) + lam * u) * w
 
 
 def oracle_verdicts(oracle: torch.Tensor, mask: torch.Tensor, m: int, noise: float,

@@ -15,8 +15,8 @@ from ..tasks import load_family
 from ..tasks.task import Task
 from ..vocabulary import EventKind
 from . import curriculum
-from .advantages import (centred_step_rewards, judge_rewards, normalize_per_step, oracle_verdicts,
-                         outcome_balanced_weights, step_rewards)
+from .advantages import (judge_rewards, normalize_per_step, oracle_verdicts, outcome_balanced_weights,
+                         step_rewards, transformed_step_rewards)
 from .backend import Episodes, Judgement, Proposal, VariantRequest, make_backend
 from .evaluation import held_out_suite
 from .executor import make_executor
@@ -110,8 +110,8 @@ class Trainer:
         per_ep = lambda g: g.repeat_interleave(n_rollouts)   # noqa: E731 — group flag -> episode flag
         lam = self._lambda(verdicts, roll, per_ep(keep))
         R = step_rewards(roll.outcome, verdicts, roll.mask, lam)      # the judge's consistency reward reads it
-        R_policy = R if cfg.policy.verdict_centering == "none" else \
-            centred_step_rewards(roll.outcome, verdicts, roll.mask, lam)
+        R_policy = R if cfg.policy.step_verdicts == "paper" else \
+            transformed_step_rewards(roll.outcome, verdicts, roll.mask, lam, cfg.policy.step_verdicts)
         adv = normalize_per_step(R_policy, roll.mask, n_rollouts)
         jr = judge_rewards(R, verdicts) * roll.mask.unsqueeze(-1)
         in_band = (acc_t > cfg.policy.band_low) & (acc_t < cfg.policy.band_high)
@@ -279,7 +279,7 @@ class Trainer:
             out[metrics.SUCCESS] = float(sampled_success.float().mean())
         mask = roll.mask[ep_keep]
         out.update(policy_measures(R[ep_keep], verdicts[ep_keep], mask, lam, roll.lengths[ep_keep]))
-        if cfg.policy.verdict_centering != "none" and mask.any():    # the step part the policy was given
+        if cfg.policy.step_verdicts != "paper" and mask.any():    # the step part the policy was given
             centred = (R[ep_keep] - roll.outcome[ep_keep].unsqueeze(1)) * mask
             out[metrics.STEP_REWARD] = float(centred.sum() / mask.sum())
         out.update(judge_error_structure(verdicts[ep_keep], mask, roll.outcome[ep_keep], roll.oracle[ep_keep]))

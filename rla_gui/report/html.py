@@ -277,4 +277,4 @@ def run_brief(f: sections.Facts) -> str:
                         ("tags", sections.tags_text(r)), ("device", esc(r.get("device"))),
                         ("events", esc(" · ".join(f"{k} {n}" for k, n in counts.most_common()) or DASH)),
                         ("active tasks", num(pool))])
-            + sections.notes_text(r))
+            + sections.diagnostic_text(f) + sections.notes_text(r))

@@ -99,6 +99,18 @@ def tags_text(run: dict) -> str:
     return ", ".join(esc(t) for t in tags) if tags else DASH
 
 
+def diagnostic_text(f: Facts) -> str:
+    """A run whose judge was replaced by the oracle is a diagnostic, said before anything else."""
+    judge = f.config.get("judge") or {}
+    if judge.get("source") != "oracle":
+        return ""
+    noise = float(judge.get("oracle_noise") or 0.0)
+    flipped = f", each flipped at random with p = {noise:g}" if noise else ""
+    return ('<p class="error"><b>Diagnostic run, not a learner</b><br>The judge was replaced: its verdicts are '
+            f"the task family's oracle step labels (judge.source = oracle{esc(flipped)}). The rm/* values measure "
+            "that oracle, not a learned judge.</p>")
+
+
 def notes_text(run: dict) -> str:
     out = ""
     if run.get("notes"):
@@ -127,7 +139,7 @@ def title_block(f: Facts) -> str:
                         ("host", f"{esc(r.get('host'))} (pid {esc(r.get('pid'))})")])
             + '</td><td width="24" style="border:none"></td>'
             + f'<td valign="top" style="border:none">{summary}</td></tr></table>'
-            + notes_text(r))
+            + diagnostic_text(f) + notes_text(r))
 
 
 def summary_table(facts: list[Facts]) -> str:

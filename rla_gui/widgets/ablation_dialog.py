@@ -16,7 +16,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (QDialog, QDialogButtonBox, QFormLayout, QLabel, QLineEdit, QListWidget,
                                QListWidgetItem, QSpinBox, QVBoxLayout, QWidget)
 
-from rla_engine.ablation.arms import ARM_DESCRIPTIONS, ARMS, AblationSpec, parse_arms, parse_seeds
+from rla_engine.ablation.arms import ARM_DESCRIPTIONS, ARMS, DIAGNOSTIC_ARMS, AblationSpec, parse_arms, parse_seeds
 from rla_engine.errors import InputError
 from rla_engine.text import counted
 
@@ -84,7 +84,8 @@ def arm_tooltip(arm: str) -> str:
     tooltip wraps; a plain-text tooltip runs out in one line)."""
     switches = ", ".join(f"{key} = {_toml(value)}" for key, value in ARMS[arm])
     paragraphs = (ARM_DESCRIPTIONS.get(arm, arm), f"Sets {switches}.",
-                  "The μ gate and the critic keep the paper's form unless set here; everything else is the form's.")
+                  "The μ gate, the critic and the judge's source keep the paper's form unless set here; "
+                  "everything else is the form's.")
     return "".join(f"<p>{html.escape(p)}</p>" for p in paragraphs)
 
 
@@ -132,7 +133,8 @@ class AblationDialog(QDialog):
 
     @staticmethod
     def _arm_item(arm: str) -> QListWidgetItem:
-        item = QListWidgetItem(arm)
+        item = QListWidgetItem(f"{arm} (diagnostic)" if arm in DIAGNOSTIC_ARMS else arm)
+        item.setData(Qt.ItemDataRole.UserRole, arm)
         item.setFlags(item.flags() | Qt.ItemFlag.ItemIsUserCheckable)
         item.setCheckState(Qt.CheckState.Checked if arm in DEFAULT_ARMS else Qt.CheckState.Unchecked)
         item.setToolTip(arm_tooltip(arm))
@@ -156,7 +158,7 @@ class AblationDialog(QDialog):
         column.addWidget(self.buttons)
 
     def checked_arms(self) -> list[str]:
-        return [self.arms.item(i).text() for i in range(self.arms.count())
+        return [self.arms.item(i).data(Qt.ItemDataRole.UserRole) for i in range(self.arms.count())
                 if self.arms.item(i).checkState() == Qt.CheckState.Checked]
 
     def spec(self) -> AblationSpec:
