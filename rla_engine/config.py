@@ -76,7 +76,7 @@ class RolloutConfig:
     temperature: float = _f(1.0, "Policy sampling temperature during training rollouts.", min=0.05, max=10.0)
 
 
-STEP_VERDICTS = ("paper", "centred", "difference")
+STEP_VERDICTS = ("paper", "centred", "difference", "failures")
 
 
 @dataclass
@@ -117,8 +117,10 @@ class PolicyConfig:
                                      "paper: R_i = O + λ·v_i. Not in the paper — centred: v_i less its trajectory's "
                                      "mean (steps ranked within a trajectory; a verdict shared by every step, such "
                                      "as a predicted outcome, adds nothing); difference: v_i − v_(i−1), v_(−1) = 0 "
-                                     "(the verdict as a potential: each step is credited with the change it made). "
-                                     "The judge's own reward is the paper's either way.",
+                                     "(the verdict as a potential: each step is credited with the change it made); "
+                                     "failures: v_i on failed trajectories only, R_i = O on successful ones (where "
+                                     "a judge trained by consistency calls nearly every step good). The judge's "
+                                     "own reward is the paper's in every form.",
                             choices=STEP_VERDICTS)
     mu_gate: bool = _f(False, "μ gate (not in the paper): scale λ by clip((μ̂−1)/(μ_target−1), 0, 1), μ̂ an "
                               "EMA of the judge's μ — Theorem 1: verdicts carry signal only when μ > 1.")

@@ -103,11 +103,12 @@ def policy_step_rewards(outcome, verdicts, lam=1.0) -> list[float]:
 
 def transformed_policy_step_rewards(outcome, verdicts, lam=1.0, form="centred") -> list[float]:
     """policy.step_verdicts (not in the paper): R_i = O + lam * u_i with v_i = (1/m_i) * sum_j S_ij and
-    u_i = v_i - mean(v) over the trajectory (centred) or v_i - v_(i-1), v_(-1) = 0 (difference)."""
+    u_i = v_i - mean(v) over the trajectory (centred), v_i - v_(i-1) with v_(-1) = 0 (difference), or
+    v_i on a failed trajectory and 0 on a successful one (failures)."""
     o = _outcome(outcome)
     lam = _finite(lam, "lam")
-    if form not in ("centred", "difference"):
-        raise ValueError(f"form must be centred or difference, got {form!r}")
+    if form not in ("centred", "difference", "failures"):
+        raise ValueError(f"form must be centred, difference or failures, got {form!r}")
     v = []
     for i, vs in enumerate(verdicts):
         vs = _verdicts(vs, f"step {i}")
@@ -117,6 +118,8 @@ def transformed_policy_step_rewards(outcome, verdicts, lam=1.0, form="centred") 
     if form == "centred":
         centre = math.fsum(v) / len(v)
         return [o + lam * (x - centre) for x in v]
+    if form == "failures":
+        return [o + (lam * x if o < 0 else 0.0) for x in v]
     return [o + lam * (x - prev) for x, prev in zip(v, [0.0, *v[:-1]])]
 
 

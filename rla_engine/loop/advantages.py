@@ -21,13 +21,16 @@ def transformed_step_rewards(outcome: torch.Tensor, verdicts: torch.Tensor, mask
                              form: str) -> torch.Tensor:
     """R_i = O + λ·u_i per step [B, T], 0 where mask is False, for policy.step_verdicts = `form`
     (not in the paper) with v_i = (1/m)·Σ_j S_ij: centred, u_i = v_i − the mean of v over the
-    trajectory's real steps; difference, u_i = v_i − v_(i−1), v_(−1) = 0."""
+    trajectory's real steps; difference, u_i = v_i − v_(i−1), v_(−1) = 0; failures, u_i = v_i on a
+    failed trajectory and 0 on a successful one."""
     w = mask.float()
     v = verdicts.float().mean(-1) * w
     if form == "centred":
         u = v - v.sum(1, keepdim=True) / w.sum(1, keepdim=True).clamp(min=1)
     elif form == "difference":
         u = v - functional.pad(v[:, :-1], (1, 0))
+    elif form == "failures":
+        u = v * (outcome < 0).float().unsqueeze(1)
     else:
         raise ValueError(f"unknown step_verdicts form {form!r}")
     return (outcome.unsqueeze(1) + lam * u) * w

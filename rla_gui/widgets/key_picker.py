@@ -15,8 +15,8 @@ from ..panel_spec import short
 
 # what the engine writes besides the per-tier keys (those are listed once stored)
 KNOWN_KEYS = tuple(dict.fromkeys((*metrics.ALL_FIXED, metrics.EFFECTIVE_LAMBDA, metrics.INVALID,
-                                  *metrics.POLICY_HEALTH, *metrics.JUDGE_HEALTH, *metrics.TEXT_HEALTH,
-                                  *metrics.SYSTEM)))
+                                  *metrics.JUDGE_ERRORS, *metrics.POLICY_HEALTH, *metrics.JUDGE_HEALTH,
+                                  *metrics.TEXT_HEALTH, *metrics.SYSTEM)))
 
 
 class KeyPicker(QtWidgets.QDialog):

@@ -105,7 +105,13 @@ def test_difference_step_rewards_credit_the_change_of_the_verdict():
     assert sum(r - 1 for r in got) == 1.0
 
 
-@pytest.mark.parametrize("form", ["centred", "difference"])
+def test_failures_step_rewards_leave_successes_to_the_outcome():
+    verdicts = [[1, 1], [-1, 1], [-1, -1]]
+    assert rewards.transformed_policy_step_rewards(1, verdicts, lam=1.0, form="failures") == [1.0, 1.0, 1.0]
+    assert rewards.transformed_policy_step_rewards(-1, verdicts, lam=1.0, form="failures") == [0.0, -1.0, -2.0]
+
+
+@pytest.mark.parametrize("form", ["centred", "difference", "failures"])
 def test_the_vectorised_forms_equal_the_reference(form):
     gen = torch.Generator().manual_seed(1)
     v = torch.randint(-1, 2, (6, 5, 3), generator=gen).to(torch.int8)
@@ -119,12 +125,13 @@ def test_the_vectorised_forms_equal_the_reference(form):
         assert got[b, n:].abs().sum() == 0
 
 
-@pytest.mark.parametrize("form", ["centred", "difference"])
+@pytest.mark.parametrize("form", ["centred", "difference", "failures"])
 def test_a_step_verdicts_form_changes_the_policys_reward_only(form):
-    cfg = build(preset="tiny", sets=[f"policy.step_verdicts={form}"])
-    paper = Trainer(build(preset="tiny"), torch.device("cpu"))
-    centred = Trainer(cfg, torch.device("cpu"))
-    a, b = paper.step().metrics, centred.step().metrics
+    easy = ["task.dataset_high=0.1"]          # successes and failures in the first iteration
+    paper = Trainer(build(preset="tiny", sets=easy), torch.device("cpu"))
+    changed = Trainer(build(preset="tiny", sets=[*easy, f"policy.step_verdicts={form}"]), torch.device("cpu"))
+    a, b = paper.step().metrics, changed.step().metrics
+    assert 0 < a[metrics.SUCCESS] < 1
     # the same roll-out and verdicts (one seed), so the judge's measures agree; the reward differs
     for key in (metrics.UNANIMITY, metrics.OUTCOME_AGREEMENT, metrics.PROCESS_AGREEMENT, metrics.SUCCESS):
         assert a[key] == b[key]
