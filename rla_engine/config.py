@@ -150,6 +150,10 @@ class JudgeConfig:
     weighting: str = _f("paper", "paper: every judge sample counts alike (SPEC §4); balanced (not in the paper): "
                                  "steps of successful and of failed trajectories weigh half each (Theorem 2).",
                         choices=("paper", "balanced"))
+    unanimous: str = _f("zero", "zero: a step whose m verdicts agree gives the judge no reward (z-scored over "
+                                "themselves, SPEC §4) — once it always agrees nothing moves it back. batch (not in "
+                                "the paper): such steps are z-scored over every such step of the iteration instead.",
+                        choices=("zero", "batch"))
     source: str = _f("learned", "learned: the judge gives the verdicts (the paper). oracle — a DIAGNOSTIC, not a "
                                 "learner: the family's oracle step labels replace the judge's verdicts (m copies "
                                 "of each step's label; the judge is not trained) — the ceiling a perfect judge "

@@ -74,6 +74,25 @@ def judge_rewards(step_reward: torch.Tensor, verdicts: torch.Tensor) -> torch.Te
     return z.float()
 
 
+def unanimous_steps_against_the_batch(step_reward: torch.Tensor, verdicts: torch.Tensor, mask: torch.Tensor,
+                                      z: torch.Tensor) -> torch.Tensor:
+    """judge.unanimous = "batch" (not in the paper): the verdicts of a step whose m verdicts agree
+    (z-scored to 0 over themselves: no gradient, an absorbing state once the judge always agrees)
+    are z-scored instead over every such step of the batch, raw = R·S (−2 if unreadable) as
+    before; `z` is the paper's reward [B, T, m], returned with those steps replaced."""
+    s = verdicts.double()
+    raw = torch.where(verdicts == 0, torch.full_like(s, -2.0), step_reward.double().unsqueeze(-1) * s)
+    agree = (verdicts == verdicts[..., :1]).all(-1) & mask
+    pooled = raw[agree]
+    if pooled.numel() < 2:
+        return z
+    std = pooled.std(unbiased=False)
+    if std <= STD_EPS:
+        return z
+    batch = ((raw - pooled.mean()) / std).float()
+    return torch.where(agree.unsqueeze(-1), batch, z)
+
+
 def outcome_balanced_weights(success: torch.Tensor) -> torch.Tensor:
     """Per-sample weights [N] under which samples from successful and from failed trajectories
     weigh half each (mean weight 1), Theorem 2's balance at the level of judged steps; all ones

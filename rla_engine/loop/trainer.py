@@ -16,7 +16,7 @@ from ..tasks.task import Task
 from ..vocabulary import EventKind
 from . import curriculum
 from .advantages import (judge_rewards, normalize_per_step, oracle_verdicts, outcome_balanced_weights,
-                         step_rewards, transformed_step_rewards)
+                         step_rewards, transformed_step_rewards, unanimous_steps_against_the_batch)
 from .backend import Episodes, Judgement, Proposal, VariantRequest, make_backend
 from .evaluation import held_out_suite
 from .executor import make_executor
@@ -113,7 +113,10 @@ class Trainer:
         R_policy = R if cfg.policy.step_verdicts == "paper" else \
             transformed_step_rewards(roll.outcome, verdicts, roll.mask, lam, cfg.policy.step_verdicts)
         adv = normalize_per_step(R_policy, roll.mask, n_rollouts)
-        jr = judge_rewards(R, verdicts) * roll.mask.unsqueeze(-1)
+        jr = judge_rewards(R, verdicts)
+        if cfg.judge.unanimous == "batch":
+            jr = unanimous_steps_against_the_batch(R, verdicts, roll.mask, jr)
+        jr = jr * roll.mask.unsqueeze(-1)
         in_band = (acc_t > cfg.policy.band_low) & (acc_t < cfg.policy.band_high)
         pol_groups = trained & (in_band | (cfg.policy.unanimous_groups & ((acc_t == 0) | (acc_t == 1))))
         jud_groups = trained & (acc_t >= cfg.judge.band_low) & (acc_t <= cfg.judge.band_high)

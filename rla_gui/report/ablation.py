@@ -26,7 +26,7 @@ import pyqtgraph as pg
 from PySide6 import QtCore
 
 from rla_engine import metrics
-from rla_engine.ablation.arms import ARMS
+from rla_engine.ablation.arms import ARMS, DIAGNOSTIC_ARMS
 from rla_engine.export.files import OutputError, write_atomic_many
 from rla_engine.store import StoreError, open_store
 
@@ -61,7 +61,8 @@ def curves_chart(arms: dict[str, list[tuple[np.ndarray, np.ndarray]]], width: in
         seeds = sum(len(r[0]) > 1 for r in runs)
         if seeds > 1 and len(x) > 1:
             add_band(c.plot, x, mean - std, mean + std, colour)
-        c.line(x, mean, colour, f"{arm} ({seeds} seed{'s' if seeds > 1 else ''})", smooth=False)
+        label = f"{arm}, diagnostic" if arm in DIAGNOSTIC_ARMS else arm
+        c.line(x, mean, colour, f"{label} ({seeds} seed{'s' if seeds > 1 else ''})", smooth=False)
     c.plot.setYRange(0, 1, padding=0.03)
     return _with_legend(c).chart("ablation-curves", "Held-out success against environment steps",
                    note="Mean over seeds; the band is ± one standard deviation.")
