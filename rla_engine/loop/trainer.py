@@ -164,7 +164,7 @@ class Trainer:
                    "adaptation": t5 - t4, "eval": t6 - t5, "measures": clock() - t6}
         return IterationResult(it, values, events, pool.take_dirty_rows(), self.env_steps, wall, timings)
 
-    # -- the env.strategy's tasks, rolled out ------------------------------------------------
+    # -- the verdicts -------------------------------------------------------------------------
     def _judge(self, roll: Episodes) -> Judgement:
         """The judge's verdicts, or with judge.source = "oracle" (a diagnostic) the family's oracle
         labels in their place (flipped at random with judge.oracle_noise); the judge never sees them."""
@@ -174,6 +174,7 @@ class Trainer:
         return self.backend.oracle_judgement(roll, oracle_verdicts(roll.oracle, roll.mask, j.m, j.oracle_noise,
                                                                    self.gen))
 
+    # -- the env.strategy's tasks, rolled out ------------------------------------------------
     def _roll_out(self, it: int) -> tuple[list[int], list[int], list[Task], Episodes]:
         """The sampled slots, the pending candidates, their tasks in rollout order, and the rollouts.
         DAPO draws further slots until enough groups are mixed or the pool is used up; it never
@@ -283,8 +284,8 @@ class Trainer:
         mask = roll.mask[ep_keep]
         out.update(policy_measures(R[ep_keep], verdicts[ep_keep], mask, lam, roll.lengths[ep_keep]))
         if cfg.policy.step_verdicts != "paper" and mask.any():    # the step part the policy was given
-            centred = (R[ep_keep] - roll.outcome[ep_keep].unsqueeze(1)) * mask
-            out[metrics.STEP_REWARD] = float(centred.sum() / mask.sum())
+            given = (R[ep_keep] - roll.outcome[ep_keep].unsqueeze(1)) * mask
+            out[metrics.STEP_REWARD] = float(given.sum() / mask.sum())
         out.update(judge_error_structure(verdicts[ep_keep], mask, roll.outcome[ep_keep], roll.oracle[ep_keep]))
         out.update(judge_measures(verdicts[ep_keep], mask, roll.outcome[ep_keep], roll.oracle[ep_keep],
                                   kept_groups, n))

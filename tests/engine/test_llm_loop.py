@@ -178,3 +178,18 @@ def test_a_family_without_a_procedural_model_refuses_env_proposer_procedural(mon
     assert not fam.has_procedural_model()
     with pytest.raises(InputError, match=r"env\.proposer"):
         Trainer(llm_tiny("env.proposer=procedural"), torch.device("cpu"))
+
+
+def test_the_oracle_in_place_of_a_language_model_judge_is_readable_and_not_trained():
+    """judge.source = oracle on a text family (issue 22): the verdicts are the labels, the samples
+    the console shows say so, and the judge model is not updated."""
+    tr = Trainer(llm_tiny("judge.source=oracle"), torch.device("cpu"))
+    before = [p.clone() for p in tr.backend.judge_lm.parameters() if p.requires_grad]
+    result = tr.step()
+    assert metrics.LOSS_JUDGE not in result.metrics
+    after = [p for p in tr.backend.judge_lm.parameters() if p.requires_grad]
+    assert all(torch.equal(a, b) for a, b in zip(before, after))
+    samples = [p for kind, p in result.events if kind == EventKind.SAMPLES]
+    steps = [s for t in samples[0]["trajectories"] for turn in t["turns"] for s in turn["steps"]]
+    assert steps and all(r.startswith("(oracle") for s in steps for r in s["reasoning"])
+    assert all(v == [s["oracle"]] * len(v) for s in steps for v in [s["verdicts"]])

@@ -11,7 +11,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QFont, QFontMetrics, QTextDocument
 from PySide6.QtWidgets import QDialog, QDialogButtonBox, QStyle
 
-from rla_engine.ablation.arms import ARMS
+from rla_engine.ablation.arms import ARMS, DIAGNOSTIC_ARMS
 from rla_engine.config import Config, ConfigError, preset_data, set_value
 from rla_gui.panels.pool_table import PoolTablePanel
 from rla_gui.panels.run_form import RunFormPanel
@@ -324,7 +324,7 @@ def test_the_ablation_dialog_opens_on_minutes_and_says_how_long(qtbot):
     dialog.budget.setValue(2_000_000)
     dialog.jobs.setValue(1)
     hours = _minutes(dialog.estimate.text())
-    assert hours >= 60 and "30 runs" in dialog.estimate.text()
+    assert hours >= 60 and f"{len(ARMS) * 3} runs" in dialog.estimate.text()
     if dialog.jobs.maximum() >= 2:
         dialog.jobs.setValue(2)
         assert _minutes(dialog.estimate.text()) < hours
@@ -334,13 +334,18 @@ def test_the_ablation_dialog_opens_on_minutes_and_says_how_long(qtbot):
 def test_each_arm_says_what_it_switches(qtbot):
     dialog = AblationDialog()
     qtbot.addWidget(dialog)
-    assert [dialog.arms.item(i).text() for i in range(dialog.arms.count())] == list(ARMS)
-    for i in range(dialog.arms.count()):
+    arms = [dialog.arms.item(i).data(Qt.ItemDataRole.UserRole) for i in range(dialog.arms.count())]
+    assert arms == list(ARMS)
+    for i, arm in enumerate(arms):
         item = dialog.arms.item(i)
         tip = item.toolTip()
-        assert len(tip) > 40, item.text()
-        for key, _value in ARMS[item.text()]:
-            assert key in tip, (item.text(), key)
+        assert len(tip) > 40, arm
+        for key, _value in ARMS[arm]:
+            assert key in tip, (arm, key)
+        # a diagnostic arm says so in the list and in its tooltip; a learning arm does not
+        diagnostic = arm in DIAGNOSTIC_ARMS
+        assert item.text() == (f"{arm} (diagnostic)" if diagnostic else arm)
+        assert ("DIAGNOSTIC, not a learner" in tip) == diagnostic
 
 
 def test_a_language_model_ablation_gets_a_budget_it_can_finish(panel, monkeypatch):
