@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 from rla_engine import metrics
+from rla_engine.ablation.arms import arm_of
 from rla_engine.store import open_store
 
 KEYS = (("process agreement", metrics.PROCESS_AGREEMENT), ("on success", metrics.AGREEMENT_ON_SUCCESS),
@@ -21,10 +22,6 @@ KEYS = (("process agreement", metrics.PROCESS_AGREEMENT), ("on success", metrics
         ("outcome share given label", metrics.OUTCOME_SHARE_GIVEN_ORACLE),
         ("error correlation", metrics.ERROR_CORRELATION), ("μ", metrics.MU))
 QUARTERS = 4
-
-
-def arm_of(run: dict) -> str:
-    return str(run.get("name") or run["id"]).split(" · ")[0]
 
 
 def quarters(store, run_id: str, key: str) -> list[float | None]:

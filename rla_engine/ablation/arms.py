@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import copy
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from ..config import Config, set_value, validate
 from ..errors import InputError
@@ -83,6 +85,11 @@ class PlannedRun:
     @property
     def name(self) -> str:
         return f"{self.arm} · seed {self.seed}"
+
+
+def arm_of(run: Mapping[str, Any]) -> str:
+    """The arm of a stored run: `rla ablate` names a run as PlannedRun.name does, "<arm> · seed <s>"."""
+    return str(run.get("name") or run["id"]).split(" · ")[0]
 
 
 def parse_arms(text: str | None) -> list[str]:

@@ -72,8 +72,13 @@ class TextJudgement(Judgement):
         self._where = {cell: k for k, cell in enumerate(self.cells)}
 
 
+def judged_cells(ep: TextEpisodes) -> list[tuple[int, int]]:
+    """The (b, t) of every real step, row-major: the order of a judgement's prompts and texts."""
+    return [(int(b), int(t)) for b, t in ep.mask.nonzero().tolist()]
+
+
 def judge(model, tokenizer, ep: TextEpisodes, m: int, how: Sampling, gen: torch.Generator | None) -> TextJudgement:
-    cells = [(int(b), int(t)) for b, t in ep.mask.nonzero().tolist()]
+    cells = judged_cells(ep)
     prompts = [chat_ids(tokenizer, [{"role": "user", "content": step_prompt(ep, b, t)}]) for b, t in cells]
     answers = sample(model, tokenizer, prompts, how, gen, copies=m)
     outputs = [answers[k * m:(k + 1) * m] for k in range(len(cells))]
@@ -87,7 +92,7 @@ def judge(model, tokenizer, ep: TextEpisodes, m: int, how: Sampling, gen: torch.
 def oracle_judgement(ep: TextEpisodes, verdicts: torch.Tensor) -> TextJudgement:
     """Given verdicts (judge.source = oracle, a diagnostic) as a judgement the console and the
     critic can read: each sample's text says it is the oracle's label; nothing was generated."""
-    cells = [(int(b), int(t)) for b, t in ep.mask.nonzero().tolist()]
+    cells = judged_cells(ep)
     m = verdicts.shape[-1]
     said = {1: "(oracle) \\boxed{1}", -1: "(oracle) \\boxed{-1}", 0: "(oracle: this step has no label)"}
     texts = [[said[int(v)] for v in verdicts[b, t]] for b, t in cells]

@@ -62,11 +62,21 @@ def normalize_per_step(rewards: torch.Tensor, mask: torch.Tensor, rollouts: int)
     return (adv * w).view(b, t).float()
 
 
+def consistency_raw(step_reward: torch.Tensor, verdicts: torch.Tensor) -> torch.Tensor:
+    """The judge's raw consistency reward per verdict [..., m] (double): R·S, −2 if unreadable."""
+    s = verdicts.double()
+    return torch.where(verdicts == 0, torch.full_like(s, -2.0), step_reward.double().unsqueeze(-1) * s)
+
+
+def unanimous_steps(verdicts: torch.Tensor) -> torch.Tensor:
+    """[...] bool: the step's m verdicts all agree."""
+    return (verdicts == verdicts[..., :1]).all(-1)
+
+
 def judge_rewards(step_reward: torch.Tensor, verdicts: torch.Tensor) -> torch.Tensor:
     """Consistency feedback per verdict [..., m]: raw = R·S (−2 if unreadable), z-scored over the m
     verdicts of a step (population std); all 0 where their variance is 0."""
-    s = verdicts.double()
-    raw = torch.where(verdicts == 0, torch.full_like(s, -2.0), step_reward.double().unsqueeze(-1) * s)
+    raw = consistency_raw(step_reward, verdicts)
     mean = raw.mean(-1, keepdim=True)
     std = raw.var(-1, unbiased=False, keepdim=True).sqrt()
     ok = std > STD_EPS
@@ -80,9 +90,8 @@ def unanimous_steps_against_the_batch(step_reward: torch.Tensor, verdicts: torch
     (z-scored to 0 over themselves: no gradient, an absorbing state once the judge always agrees)
     are z-scored instead over every such step of the batch, raw = R·S (−2 if unreadable) as
     before; `z` is the paper's reward [B, T, m], returned with those steps replaced."""
-    s = verdicts.double()
-    raw = torch.where(verdicts == 0, torch.full_like(s, -2.0), step_reward.double().unsqueeze(-1) * s)
-    agree = (verdicts == verdicts[..., :1]).all(-1) & mask
+    raw = consistency_raw(step_reward, verdicts)
+    agree = unanimous_steps(verdicts) & mask
     pooled = raw[agree]
     if pooled.numel() < 2:
         return z

@@ -10,6 +10,7 @@ import torch
 
 from .. import metrics
 from .. import rewards
+from .advantages import unanimous_steps
 
 
 def _put(out: dict, key: str, value) -> None:
@@ -32,14 +33,8 @@ def judge_measures(verdicts: torch.Tensor, mask: torch.Tensor, outcome: torch.Te
     traj_sum = (v.sum(-1) * w).sum(1)
     agree = torch.where(traj_sum == 0, 0.5, (torch.sign(traj_sum) == outcome).float())
     _put(out, metrics.OUTCOME_AGREEMENT, agree.mean())
-    # process agreement, balanced over oracle-good and oracle-bad steps
-    plus = (v == 1).float().mean(-1)
-    minus = (v == -1).float().mean(-1)
-    good, bad = (oracle > 0).float() * w, (oracle < 0).float() * w
-    if good.sum() > 0 and bad.sum() > 0:
-        _put(out, metrics.PROCESS_AGREEMENT, 0.5 * ((plus * good).sum() / good.sum() + (minus * bad).sum() / bad.sum()))
-    unanimous = (verdicts == verdicts[..., :1]).all(-1).float()
-    _put(out, metrics.UNANIMITY, (unanimous * w).sum() / steps)
+    _put(out, metrics.PROCESS_AGREEMENT, balanced_agreement(verdicts, mask, oracle))
+    _put(out, metrics.UNANIMITY, (unanimous_steps(verdicts).float() * w).sum() / steps)
     p_plus, p_minus = balance(verdicts, mask, outcome)
     _put(out, metrics.P_PLUS, p_plus)
     _put(out, metrics.P_MINUS, p_minus)
@@ -63,8 +58,8 @@ def judge_error_structure(verdicts: torch.Tensor, mask: torch.Tensor, outcome: t
     s = verdicts.float().mean(-1)
     labelled = mask & (oracle != 0)
     won = (outcome > 0).unsqueeze(1).expand_as(mask)
-    _put(out, metrics.AGREEMENT_ON_SUCCESS, _balanced_agreement(verdicts, labelled & won, oracle))
-    _put(out, metrics.AGREEMENT_ON_FAILURE, _balanced_agreement(verdicts, labelled & ~won, oracle))
+    _put(out, metrics.AGREEMENT_ON_SUCCESS, balanced_agreement(verdicts, labelled & won, oracle))
+    _put(out, metrics.AGREEMENT_ON_FAILURE, balanced_agreement(verdicts, labelled & ~won, oracle))
     _put(out, metrics.OUTCOME_SHARE, _eta_squared([(s[mask], won[mask])]))
     _put(out, metrics.OUTCOME_SHARE_GIVEN_ORACLE,
          _eta_squared([(s[labelled & (oracle == c)], won[labelled & (oracle == c)]) for c in (1, -1)]))
@@ -81,12 +76,14 @@ def judge_error_structure(verdicts: torch.Tensor, mask: torch.Tensor, outcome: t
     return out
 
 
-def _balanced_agreement(verdicts: torch.Tensor, where: torch.Tensor, oracle: torch.Tensor) -> float:
-    good, bad = where & (oracle > 0), where & (oracle < 0)
-    if not good.any() or not bad.any():
+def balanced_agreement(verdicts: torch.Tensor, where: torch.Tensor, oracle: torch.Tensor) -> float:
+    """Process agreement over the steps `where` [B, T]: the share of verdicts that match the oracle,
+    balanced over oracle-good and oracle-bad steps; nan without both kinds."""
+    good, bad = (where & (oracle > 0)).float(), (where & (oracle < 0)).float()
+    if good.sum() == 0 or bad.sum() == 0:
         return float("nan")
-    v = verdicts.float()
-    return float(0.5 * ((v[good] == 1).float().mean() + (v[bad] == -1).float().mean()))
+    plus, minus = (verdicts == 1).float().mean(-1), (verdicts == -1).float().mean(-1)
+    return float(0.5 * ((plus * good).sum() / good.sum() + (minus * bad).sum() / bad.sum()))
 
 
 def _eta_squared(strata: list[tuple[torch.Tensor, torch.Tensor]]) -> float:

@@ -13,9 +13,7 @@ from __future__ import annotations
 import argparse
 import math
 import sys
-from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 from ..headless import ensure_offscreen
 
@@ -26,7 +24,7 @@ import pyqtgraph as pg
 from PySide6 import QtCore
 
 from rla_engine import metrics
-from rla_engine.ablation.arms import ARMS, DIAGNOSTIC_ARMS
+from rla_engine.ablation.arms import ARMS, DIAGNOSTIC_ARMS, arm_of
 from rla_engine.export.files import OutputError, write_atomic_many
 from rla_engine.store import StoreError, open_store
 
@@ -38,11 +36,6 @@ from .charts import INK, SCALE, Chart, LegendEntry, _Canvas
 GRID_POINTS = 60
 ARM_COLOURS = [*PALETTE, "#7f7f7f"]
 THEORY_ARM = "full"
-
-
-def arm_of(run: Mapping[str, Any]) -> str:
-    """`rla ablate` names a run "<arm> · seed <s>"."""
-    return str(run.get("name") or run["id"]).split(" · ")[0]
 
 
 def curves_chart(arms: dict[str, list[tuple[np.ndarray, np.ndarray]]], width: int = 820,
