@@ -22,7 +22,7 @@ from ..run_data import X_AXES, RunData
 from ..widgets.chart_export import add_chart_export
 from ..widgets.key_picker import KeyPicker
 from ..widgets.metric_plot import MetricCurve
-from ..widgets.readout import HoverReadout, add_legend
+from ..widgets.readout import HoverReadout, add_legend, set_title
 from ..widgets.view_controls import ViewControls
 
 MAX_TITLE_NAMES = 2
@@ -82,7 +82,7 @@ class ComparePlot(pg.PlotWidget):
     def __init__(self, panel: Panel, parent=None):
         super().__init__(parent=parent)
         self.panel = panel
-        self.plotItem.setTitle(panel.title)
+        set_title(self.plotItem, panel.title)
         self.plotItem.showGrid(x=False, y=False)
         self.setMinimumHeight(PLOT_MIN_HEIGHT)
         add_legend(self.plotItem)

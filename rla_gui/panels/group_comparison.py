@@ -16,7 +16,7 @@ from rla_engine.vocabulary import LIVE
 from ..panel_spec import LOSSES, PALETTE, PANELS, Panel
 from ..run_data import X_AXES, RunData
 from ..widgets.mean_band import MeanBandCurve
-from ..widgets.readout import add_legend
+from ..widgets.readout import add_legend, set_title
 from .comparison import PLOT_MIN_HEIGHT, summarise
 from ..widgets.run_columns import mean_std, mean_std_text
 
@@ -35,7 +35,7 @@ class GroupPlot(pg.PlotWidget):
     def __init__(self, panel: Panel, parent=None):
         super().__init__(parent=parent)
         self.panel = panel
-        self.plotItem.setTitle(panel.title)
+        set_title(self.plotItem, panel.title)
         self.setMinimumHeight(PLOT_MIN_HEIGHT)
         add_legend(self.plotItem)
         self.key_box = QtWidgets.QComboBox()

@@ -15,7 +15,7 @@ from ..run_data import X_AXES, RunData, ema, ema_state
 from .chart_export import add_chart_export
 from .lod import PeakPyramid
 from .markers import EventMarkers
-from .readout import HoverReadout, add_legend
+from .readout import HoverReadout, add_legend, set_title
 
 
 class MetricCurve:
@@ -101,7 +101,7 @@ class MetricPlot(pg.PlotWidget):
                  parent=None):
         super().__init__(parent=parent)
         self.data, self.x_axis, self.smoothing = data, X_AXES[0], 0.0
-        self.plotItem.setTitle(title)
+        set_title(self.plotItem, title)
         # no grid: pyqtgraph paints grid lines through the axis picture at ~6 ms per axis per frame,
         # which alone would eat the event loop's 16 ms budget
         self.plotItem.showGrid(x=False, y=False)

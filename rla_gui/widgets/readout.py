@@ -91,6 +91,19 @@ class LegendRow(pg.LegendItem):
         ev.ignore()     # pyqtgraph's legend drags; this one stays in its row, off the data
 
 
+def set_title(plot_item: pg.PlotItem, title: str) -> None:
+    """The plot's title, which never widens the plot past its cell: a long one (an added chart of
+    several keys) pushed the view box's right end, the newest data, out of sight; the title is cut
+    instead."""
+    label = plot_item.titleLabel
+
+    def narrow_minimum() -> None:       # LabelItem sets its minimum to its text on every change
+        type(label).updateMin(label)
+        label.setMinimumWidth(0)
+    label.updateMin = narrow_minimum
+    plot_item.setTitle(title)
+
+
 def add_legend(plot_item: pg.PlotItem) -> pg.LegendItem:
     """The plot's legend, in a row above its view box."""
     return LegendRow(plot_item)
@@ -146,7 +159,9 @@ class HoverReadout:
     def _corner(self, pos: QtCore.QPointF) -> QtCore.QPointF:
         """The text's top-left corner in the scene: up and to the right of the cursor, flipped to
         the other side where that would leave the view box, and held inside it."""
-        box = self.plot_item.vb.sceneBoundingRect()
+        # a pixel inside the view box: the corner goes to data coordinates and back, and a box
+        # placed on the edge itself can end a rounding error beyond it (cut by the clip)
+        box = self.plot_item.vb.sceneBoundingRect().adjusted(1, 1, -1, -1)
         # pixels, from the text itself: the TextItem's own rect is only right once it has been
         # painted at the view's current scale
         size = self.item.textItem.boundingRect().size()
