@@ -11,13 +11,16 @@ import os
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from .config import Config, from_dict
 from .errors import ExecutorError, InputError
 from .output import say
 from .store import Store, open_store
 from .vocabulary import LIVE, EventKind
+
+if TYPE_CHECKING:
+    from .loop.interfaces import RunLoop
 
 # The engine waits this long for another process's write lock before its commit fails the run:
 # long enough for any reader's write or a backup, bounded so that a hung writer is reported.
@@ -126,7 +129,7 @@ def start_run(db_path: Path, run_id: str, cfg: Config, *, name: str | None = Non
     check_executor(cfg)
     if _exists(db_path):
         _refuse_taken(_open_for_engine(db_path, create=False), run_id)
-    trainer = make_trainer(cfg, cfg.run.device, lambda e: f"invalid config: run.device = {cfg.run.device!r}: {e}")
+    trainer = make_run_loop(cfg, cfg.run.device, lambda e: f"invalid config: run.device = {cfg.run.device!r}: {e}")
     device = trainer.device
     try:
         store = _open_for_engine(db_path, create=True)
@@ -206,7 +209,7 @@ def resume_run(db_path: Path, run_id: str, *, iterations: int | None = None, dev
             cfg.run.device = device      # before the trainer: a Ray executor's workers are built from cfg
         committed = store.last_iteration(run_id)
         found = resume_point(folder, checkpoint.Owner(run_id, store.database_id), committed,
-                             lambda: make_trainer(cfg, wanted,
+                             lambda: make_run_loop(cfg, wanted,
                                                   lambda e: f"cannot resume on {wanted}: {e} (try --device cpu)"))
         trainer = found.trainer
         try:
@@ -247,13 +250,13 @@ def _record_resume_point(store: Store, run_id: str, found, committed: int, out: 
 
 
 class ResumePoint(NamedTuple):
-    trainer: Any
+    trainer: RunLoop
     path: Path
     skipped: list[tuple[Path, str]]
     alerts: str | None = None     # the runner's AlertWatcher state (absent before alerts existed)
 
 
-def resume_point(folder: Path, owner, committed: int, make: Callable[[], Any]) -> ResumePoint:
+def resume_point(folder: Path, owner, committed: int, make: Callable[[], RunLoop]) -> ResumePoint:
     """The checkpoint a resume continues from, loaded into a trainer `make` builds: the newest
     one that loads, is this run's, and fits the trainer, among those the database has reached
     (iteration ≤ `committed`: resuming there keeps the history whole); only if there is none,
@@ -264,7 +267,7 @@ def resume_point(folder: Path, owner, committed: int, make: Callable[[], Any]) -
     behind = [p for p in names if checkpoint.iteration_of(p) <= committed]
     ahead = [p for p in names if checkpoint.iteration_of(p) > committed]
     skipped: list[tuple[Path, str]] = []
-    trainer = None
+    trainer: RunLoop | None = None
     try:
         for group in (behind, ahead):
             for path in group:
@@ -299,7 +302,7 @@ def _ahead(committed: int) -> str:
     return f"ahead of the database, whose last committed iteration is {committed}"
 
 
-def drive(store: Store, run_id: str, trainer, target: int, out: Callable[[str], None] = _say,
+def drive(store: Store, run_id: str, trainer: RunLoop, target: int, out: Callable[[str], None] = _say,
           alert_state: str | None = None) -> int:
     """Run the trainer to `target` under a Runner (commands, heartbeat, checkpoints); its exit code.
     `alert_state`: a resume's, from its checkpoint. The caller closes the trainer."""
@@ -315,16 +318,18 @@ def check_executor(cfg: Config) -> None:
                          "(pip install 'rlanything[ray]')")
 
 
-def make_trainer(cfg: Config, device: str, unusable: Callable[[Exception], str]):
+def make_run_loop(cfg: Config, device: str, unusable: Callable[[Exception], str]) -> RunLoop:
     """The run's loop: a Trainer in this process on `device`, or, with executor.distribute = run
-    on Ray, a handle on one the cluster places (its device is chosen there)."""
+    on Ray, a handle on one the cluster places (its device is chosen there). `unusable` words a
+    device this process cannot use as the one line the command prints."""
     if cfg.executor.kind == "ray" and cfg.executor.distribute == "run":
         from .loop.remote_run import RemoteTrainer
         cfg.run.device = device
         return RemoteTrainer(cfg)
-    from .loop.trainer import Trainer, resolve_device   # torch from here on
+    from .loop.device import resolve_device   # torch from here on
+    from .loop.trainer import Trainer
     try:
         where = resolve_device(device)
-    except RuntimeError as e:
+    except InputError as e:
         raise InputError(unusable(e)) from None
     return Trainer(cfg, where)

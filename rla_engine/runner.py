@@ -20,9 +20,8 @@ from collections.abc import Callable
 from . import checkpoint
 from . import metrics
 from .alerts import AlertWatcher, open_alerts
-from .loop.executor import Interrupted
 from .loop.ppo import NonFiniteError
-from .loop.trainer import IterationResult, Trainer
+from .loop.interfaces import Interrupted, IterationResult, RunLoop
 from .output import say
 from .paths import PRIVATE_FILE, checkpoints_dir, claim
 from .store import EVENT_EXCERPT_CHARS, Store, open_store
@@ -60,7 +59,7 @@ class Heartbeat(threading.Thread):
 
 
 class Runner:
-    def __init__(self, store: Store, run_id: str, trainer: Trainer, target: int,
+    def __init__(self, store: Store, run_id: str, trainer: RunLoop, target: int,
                  out: Callable[[str], None] = say,
                  observe: Callable[[IterationResult], None] | None = None, alert_state: str | None = None):
         self.store, self.run_id, self.trainer, self.target, self.out = store, run_id, trainer, target, out

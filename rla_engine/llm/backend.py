@@ -18,6 +18,7 @@ from .. import metrics
 from ..config import Config
 from ..errors import InputError
 from ..loop.backend import Backend, Episodes, Judgement, Proposal, VariantRequest, procedural_proposals
+from ..loop.device import resolve_device
 from ..loop.ppo import PPOSettings, PPOStats, ppo_update
 from ..tasks.task import Task
 from . import env_model, samples
@@ -25,7 +26,7 @@ from .dialogue import TextEpisodes, join, play
 from .generation import Sampling, token_scores, was_cut
 from .judge import TextJudgement, join_judgements, judge, oracle_judgement, unreadable_share
 from .lora import adapter_state, apply_lora, load_adapter_state
-from .sources import ModelLoadError, load_model, resolve_device
+from .sources import ModelLoadError, load_model
 
 NOTE_CHARS = 400
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from ..loop.backend import Episodes
+from ..loop.backend import PER_EPISODE, Episodes
 from ..tasks.task import Task
 from .generation import Sampling, chat_ids, sample
 
@@ -30,10 +30,10 @@ class TextStep:
 
 @dataclass
 class TextEpisodes(Episodes):
-    tasks: list[Task] = field(default_factory=list)           # per episode
-    steps: list[list[TextStep]] = field(default_factory=list)  # per episode, in order
-    instructions: list[str] = field(default_factory=list)     # per episode: the first user message
-    turn_of: list[list[int]] = field(default_factory=list)     # per episode: the turn of each step
+    tasks: list[Task] = field(default_factory=list, metadata=PER_EPISODE)
+    steps: list[list[TextStep]] = field(default_factory=list, metadata=PER_EPISODE)   # in order
+    instructions: list[str] = field(default_factory=list, metadata=PER_EPISODE)       # the first user message
+    turn_of: list[list[int]] = field(default_factory=list, metadata=PER_EPISODE)      # the turn of each step
 
 
 def split_lines(tokenizer, tokens: list[int]) -> list[list[int]]:

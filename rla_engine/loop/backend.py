@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import abc
 import dataclasses
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -21,14 +21,19 @@ from ..tasks.base import Task
 from .ppo import PPOStats
 
 
+# the metadata of a field holding one entry per episode (a tensor or a list of B entries, in
+# episode order): what Episodes.part slices; subclasses mark theirs with it too
+PER_EPISODE = {"per_episode": True}
+
+
 @dataclass
 class Episodes:
     """Padded trajectories of G groups × R rollouts (B = G·R episodes, T steps at most)."""
     groups: int
     rollouts: int
-    mask: torch.Tensor       # [B, T] bool: step t really happened
-    oracle: torch.Tensor     # [B, T] int8: +1 / −1, 0 where the family has no label (diagnostics only)
-    success: torch.Tensor    # [B] bool
+    mask: torch.Tensor = field(metadata=PER_EPISODE)       # [B, T] bool: step t really happened
+    oracle: torch.Tensor = field(metadata=PER_EPISODE)     # [B, T] int8: +1 / −1, 0 where no label (diagnostics)
+    success: torch.Tensor = field(metadata=PER_EPISODE)    # [B] bool
 
     @property
     def lengths(self) -> torch.Tensor:
@@ -47,11 +52,10 @@ class Episodes:
         return self.success.view(self.groups, self.rollouts).float().mean(1)
 
     def part(self, g0: int, g1: int) -> Episodes:
-        """Groups g0 ≤ g < g1 (every per-episode field sliced, the step axis kept), so that
-        workers can share a batch: per-episode fields are tensors or lists of B entries."""
-        b, lo, hi = self.groups * self.rollouts, g0 * self.rollouts, g1 * self.rollouts
-        cut: dict[str, Any] = {f.name: v[lo:hi] for f in dataclasses.fields(self)
-                               if isinstance(v := getattr(self, f.name), torch.Tensor | list) and len(v) == b}
+        """Groups g0 ≤ g < g1 (every per_episode field sliced, the step axis kept), so that
+        workers can share a batch."""
+        lo, hi = g0 * self.rollouts, g1 * self.rollouts
+        cut = {f.name: getattr(self, f.name)[lo:hi] for f in dataclasses.fields(self) if f.metadata.get("per_episode")}
         return dataclasses.replace(self, groups=g1 - g0, **cut)
 
 
@@ -179,14 +183,3 @@ def procedural_proposals(family, requests: list[VariantRequest], tries: int,
         else:
             out.append(Proposal(None, invalid))
     return out
-
-
-def make_backend(cfg, family, device: torch.device, gen: torch.Generator, learners: bool = True) -> Backend:
-    """The embedded networks for a tensor family, language models for a text family (imported
-    only then: an embedded run never loads transformers). Without `learners` (a Ray worker's
-    replica) there are no optimisers: it only acts, with weights it is given."""
-    if getattr(family, "kind", "tensor") == "text":
-        from ..llm.backend import LLMBackend
-        return LLMBackend(cfg, family, device, gen, learners)
-    from .embedded import EmbeddedBackend
-    return EmbeddedBackend(cfg, family, device, gen, learners)

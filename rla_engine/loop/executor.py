@@ -1,6 +1,7 @@
 """Where an iteration's rollouts, verdicts and variants are made (DESIGN §2): in this process
 (`LocalExecutor`, the default) or by workers on a Ray cluster (`loop/ray_executor.py`, imported
-only when `executor.kind = "ray"`: a local run never imports Ray).
+only when `executor.kind = "ray"`: a local run never imports Ray). Both are interfaces.Executor;
+executor_factory.make_executor picks one.
 
 The trainer asks an executor for exactly what it would ask its backend for (collect, judge,
 propose) and tells it when the learners' weights have changed; the pool, the rewards, the
@@ -14,25 +15,19 @@ import itertools
 import numpy as np
 import torch
 
-from ..errors import ExecutorError
+from collections.abc import Callable
+
 from ..tasks.base import Task
 from .backend import Backend, Episodes, Judgement, Proposal, VariantRequest
 
 
-__all__ = ["ExecutorError", "Interrupted", "LocalExecutor", "chunks", "make_executor", "to_device"]
-
-
-class Interrupted(Exception):
-    """A stop arrived while the executor waited on its workers: the outstanding work was
-    cancelled and this iteration will never be committed."""
-
-
 class LocalExecutor:
-    """Every role in this process, on the backend itself."""
+    """Every role in this process, on the backend itself: nothing to wait on, so nothing to interrupt."""
     kind = "local"
 
     def __init__(self, backend: Backend):
         self.backend = backend
+        self.interrupted: Callable[[], bool] = lambda: False
 
     def collect(self, tasks: list[Task], rollouts: int, *, greedy: bool = False) -> Episodes:
         return self.backend.collect(tasks, rollouts, greedy=greedy)
@@ -55,13 +50,6 @@ class LocalExecutor:
 
     def close(self) -> None:
         pass
-
-
-def make_executor(cfg, backend: Backend, device: torch.device, gen: torch.Generator):
-    if cfg.executor.kind == "ray" and cfg.executor.distribute == "roles":
-        from .ray_executor import RayExecutor
-        return RayExecutor(cfg, backend, device, gen)
-    return LocalExecutor(backend)
 
 
 def chunks(n: int, parts: int) -> list[tuple[int, int]]:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy as np
 import ray
@@ -25,13 +26,15 @@ from ray.exceptions import NodeDiedError, OutOfMemoryError, RayActorError, Worke
 from ray.util.placement_group import placement_group, remove_placement_group
 from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 
-from ..errors import InputError
+from ..config import Config
+from ..errors import ExecutorError, InputError
 from ..ray_cluster import connect, first_line
 from ..tasks.base import Task
 from ..vocabulary import EventKind
 from .backend import Backend, Episodes, Judgement, Proposal, VariantRequest
-from .executor import ExecutorError, Interrupted, chunks, to_device
-from .workers import CPU, Draw, RoleWorker, bare, bare_request, tensor_transport
+from .executor import chunks, to_device
+from .interfaces import Interrupted
+from .workers import CPU, Answer, Draw, RoleWorker, bare, bare_request, tensor_transport
 
 WAIT_S = 0.2             # how often a wait on workers looks for a stop
 PLACEMENT_WAIT_S = 60.0  # how long the workers' resources may take to appear before the run fails
@@ -43,6 +46,15 @@ class WorkerFailed(ExecutorError):
     pass
 
 
+@dataclass
+class ChainedRollout:
+    """The last roll-out, its worker's answer (an object reference: a judge worker reads it
+    without a round trip through the driver) and the judging already started on it (None: none)."""
+    episodes: Episodes
+    answer: ray.ObjectRef
+    judging: ray.ObjectRef | None
+
+
 def _bundle(cpus: float, gpus: float) -> dict[str, float]:
     return {"CPU": cpus, **({"GPU": gpus} if gpus else {})}
 
@@ -50,7 +62,7 @@ def _bundle(cpus: float, gpus: float) -> dict[str, float]:
 class RayExecutor:
     kind = "ray"
 
-    def __init__(self, cfg, backend: Backend, device: torch.device, gen: torch.Generator):
+    def __init__(self, cfg: Config, backend: Backend, device: torch.device, gen: torch.Generator):
         self.cfg, self.backend, self.device, self.gen = cfg, backend, device, gen
         self.interrupted: Callable[[], bool] = lambda: False
         self.events: list[tuple[str, dict]] = []
@@ -86,8 +98,7 @@ class RayExecutor:
             "executor": "ray", "distribute": "roles", "address": ray.get_runtime_context().gcs_address,
             "workers": [{"role": role, "index": k, **p} for role in ROLES for k, p in enumerate(placed[role])]}))
         self.version, self.stale, self.weights_ref = 0, True, None
-        # the last roll-out, its worker's answer and the judging chained on it (None: not chained)
-        self.last: tuple[Episodes, object, object | None] | None = None
+        self.last: ChainedRollout | None = None      # None: the next judging is not chained on a roll-out
         self.closed = False
 
     # -- placement ---------------------------------------------------------------------------
@@ -134,7 +145,7 @@ class RayExecutor:
         out = eps[0]
         for more in eps[1:]:
             out = self.backend.then(out, more)
-        self.last = (out, refs[0], None if restarted else judging) if len(refs) == 1 else None
+        self.last = ChainedRollout(out, refs[0], None if restarted else judging) if len(refs) == 1 else None
         return out
 
     def successes(self, tasks: list[Task]) -> torch.Tensor:
@@ -151,26 +162,26 @@ class RayExecutor:
                 and self.cfg.env.strategy != "dapo")
 
     def _drop_unused_judging(self) -> None:
-        if self.last is not None and self.last[2] is not None:
+        if self.last is not None and self.last.judging is not None:
             try:
-                ray.cancel(self.last[2])
+                ray.cancel(self.last.judging)
             except Exception:   # finished or gone meanwhile
                 pass
-            self.last = (self.last[0], self.last[1], None)
+            self.last.judging = None
 
     def judge(self, ep: Episodes, m: int) -> Judgement:
-        last = self.last if self.last is not None and self.last[0] is ep else None
-        if last is not None and last[2] is not None and m == self.cfg.judge.m:
-            call = ("judge", (self._weights(), Draw(chained=True), last[1], m))
-            self.last = (last[0], last[1], None)
-            answers, _, _ = self._gather("judge", [call], [last[2]])
+        last = self.last if self.last is not None and self.last.episodes is ep else None
+        if last is not None and last.judging is not None and m == self.cfg.judge.m:
+            call = ("judge", (self._weights(), Draw(chained=True), last.answer, m))
+            judging, last.judging = last.judging, None
+            answers, _, _ = self._gather("judge", [call], [judging])
             return self._accept(answers[0], "judge")
         self._drop_unused_judging()
         parts = chunks(ep.groups, len(self.workers["judge"]))
         draws = self._draws("judge", len(parts), False)
         weights = self._weights()
         if len(parts) == 1 and last is not None:
-            pieces = [last[1]]       # the rollout worker's answer, by reference
+            pieces = [last.answer]       # the rollout worker's answer, by reference
         else:
             cpu_ep = to_device(ep, CPU) if self.device.type != "cpu" else ep
             pieces = [cpu_ep if len(parts) == 1 else cpu_ep.part(lo, hi) for lo, hi in parts]
@@ -185,11 +196,11 @@ class RayExecutor:
             return []
         draw = Draw(torch_state=self.gen.get_state(), np_state=rng.bit_generator.state) \
             if self.ship_state["env"] else Draw(seed=int(rng.integers(2**62)))
-        ([(_, proposals, back)], _, _) = self._gather("env", [("propose", (draw, [bare_request(r) for r in requests],
-                                                                             tries))])
-        if back is not None:
-            self._take_back(back, rng)
-        return proposals
+        answers, _, _ = self._gather("env", [("propose", (draw, [bare_request(r) for r in requests], tries))])
+        answer: Answer = answers[0]
+        if answer.drawn is not None:
+            self._take_back(answer.drawn, rng)
+        return answer.value
 
     def weights_changed(self) -> None:
         self.stale = True
@@ -214,13 +225,13 @@ class RayExecutor:
         seeds = torch.randint(0, 2**62, (n,), generator=self.gen, device=self.gen.device).tolist()
         return [Draw(seed=s) for s in seeds]
 
-    def _accept(self, answer: tuple, role: str):
-        version, value, back = answer
-        if version != self.version:
-            raise RuntimeError(f"a {role} worker answered with weights version {version}, expected {self.version}")
-        if back is not None:
-            self._take_back(back)
-        return to_device(value, self.device)
+    def _accept(self, answer: Answer, role: str):
+        if answer.version != self.version:
+            raise RuntimeError(f"a {role} worker answered with weights version {answer.version}, "
+                               f"expected {self.version}")
+        if answer.drawn is not None:
+            self._take_back(answer.drawn)
+        return to_device(answer.value, self.device)
 
     def _take_back(self, back: Draw, rng: np.random.Generator | None = None) -> None:
         """The generator states a worker drew on from, as the driver's own."""

@@ -15,13 +15,12 @@ from collections.abc import Callable
 import ray
 
 from ..config import Config
-from ..errors import InputError
-from ..vocabulary import EventKind
-from .executor import ExecutorError, Interrupted
+from ..errors import ExecutorError, InputError
 from ..ray_cluster import connect, first_line
+from ..vocabulary import EventKind
+from .interfaces import Interrupted, IterationResult, budget_reached
 from .ray_executor import DEAD, PLACEMENT_WAIT_S, WAIT_S
-from .trainer import IterationResult
-from .workers import RunWorker
+from .run_worker import RunWorker
 
 
 class RunActorDied(ExecutorError):
@@ -56,8 +55,7 @@ class RemoteTrainer:
         return result
 
     def budget_spent(self) -> bool:
-        budget = self.cfg.run.env_step_budget
-        return budget > 0 and self.env_steps >= budget
+        return budget_reached(self.cfg.run.env_step_budget, self.env_steps)
 
     def set_override(self, d: float | None) -> list[dict]:
         return self._wait(self.actor.set_override.remote(d), "the difficulty override")

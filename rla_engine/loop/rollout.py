@@ -1,21 +1,21 @@
 """Batched rollouts: every task × rollout of an iteration stepped together, one tensor op per step."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 
 from ..models.networks import PolicyNet
 from ..tasks.base import Family, Task
-from .backend import Episodes
+from .backend import PER_EPISODE, Episodes
 
 
 @dataclass
 class Rollout(Episodes):
     """The embedded backend's episodes: observation vectors and action indices beside the steps."""
-    obs: torch.Tensor        # [B, T+1, D] observation before step t is obs[:, t], after it obs[:, t+1]
-    actions: torch.Tensor    # [B, T] long
-    info: torch.Tensor       # [B, T, I] int32 — for the environment model's critic
+    obs: torch.Tensor = field(metadata=PER_EPISODE)        # [B, T+1, D] before step t: obs[:, t]; after it: obs[:, t+1]
+    actions: torch.Tensor = field(metadata=PER_EPISODE)    # [B, T] long
+    info: torch.Tensor = field(metadata=PER_EPISODE)       # [B, T, I] int32 — for the environment model's critic
 
     def then(self, more: Rollout) -> Rollout:
         """This batch followed by `more` (same rollouts per group), padded to the longer one."""

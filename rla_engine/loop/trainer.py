@@ -1,9 +1,12 @@
-"""One RLAnything iteration (SPEC §2), in order: sample, roll out, judge, decide candidates,
-rewards, update policy then judge, adapt the pool, evaluate, measure."""
+"""One RLAnything iteration (SPEC §2), in order: sample and roll out, judge, decide candidates,
+rewards, update the policy then the judge, adapt the pool, evaluate, measure. `Trainer.step`
+reads as that list; each phase is a method below it, and what the phases share is named once in
+an `IterationBatch` and its `Rewards`."""
 from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -17,43 +20,70 @@ from ..vocabulary import EventKind
 from . import curriculum
 from .advantages import (judge_rewards, normalize_per_step, oracle_verdicts, outcome_balanced_weights,
                          step_rewards, transformed_step_rewards, unanimous_steps_against_the_batch)
-from .backend import Episodes, Judgement, Proposal, VariantRequest, make_backend
+from .backend import Episodes, Judgement, Proposal, VariantRequest
+from .backend_factory import make_backend
+from .device import limit_threads
 from .evaluation import held_out_suite
-from .executor import make_executor
+from .executor_factory import make_executor
 from .gate import MuGate
-from .no_dynamo import skip_dynamo_import
 from .health import role_health
+from .interfaces import IterationResult, budget_reached
 from .measures import balance_mu, judge_error_structure, judge_measures, policy_measures
-from .pool import TaskPool
+from .no_dynamo import skip_dynamo_import
+from .pool import Decision, TaskPool
+from .ppo import PPOStats
 
 MAX_CRITIC_STEPS = 64
 MAX_CRITIC_NOTES = 4      # steps told in words to a language-model environment model
 
 
+class PhaseTimer:
+    """Seconds spent in each phase of an iteration (stored as runner/phase_* timings)."""
+
+    def __init__(self) -> None:
+        self.start = self.last = time.perf_counter()
+        self.seconds: dict[str, float] = {}
+
+    def mark(self, phase: str) -> None:
+        """`phase` ended now: it took the time since the previous mark."""
+        now = time.perf_counter()
+        self.seconds[phase], self.last = now - self.last, now
+
+    def elapsed(self) -> float:
+        return time.perf_counter() - self.start
+
+
 @dataclass
-class IterationResult:
+class IterationBatch:
+    """This iteration's groups: the sampled pool slots' rollouts first, then the pending
+    candidates', one group of `rollouts` episodes per task (SPEC §2.1). The later fields are set
+    by the phase that makes them (reading one earlier raises AttributeError)."""
     iteration: int
-    metrics: dict[str, float]
-    events: list[tuple[str, dict]]
-    task_rows: list[dict]
-    env_steps: int
-    wall_s: float
-    timings: dict[str, float] = field(default_factory=dict)
+    sampled: list[int]               # pool slots
+    candidates: list[int]            # slots whose pending candidate was rolled out
+    tasks: list[Task]                # per group, in rollout order
+    episodes: Episodes
+    rollouts: int
+    judgement: Judgement = field(init=False)          # 2. judge
+    group_acc: list[float] = field(init=False)        # 3. per group: its share of successes
+    decisions: list[Decision] = field(init=False)     # 3. per candidate: accepted or rejected
+    kept: torch.Tensor = field(init=False)            # 3. [G] bool: sampled groups and accepted candidates
+    trained: torch.Tensor = field(init=False)         # 3. [G] bool: kept groups the learners may train on
+
+    def per_episode(self, per_group: torch.Tensor) -> torch.Tensor:
+        """A per-group tensor [G] repeated for each of the group's episodes [B]."""
+        return per_group.repeat_interleave(self.rollouts)
 
 
-def limit_threads(family, device: torch.device) -> None:
-    """The embedded networks are small: one intra-op thread is ~2.5x faster than two on a 2-core
-    machine (no spin-waiting) and keeps float reductions in a fixed order."""
-    if device.type == "cpu" and family.kind == "tensor":
-        torch.set_num_threads(1)
-
-
-def resolve_device(name: str) -> torch.device:
-    if name == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    if name == "cuda" and not torch.cuda.is_available():
-        raise RuntimeError("run.device = 'cuda' but no CUDA device is available")
-    return torch.device(name)
+@dataclass
+class Rewards:
+    """SPEC §3–4 for every real step: the step reward, the policy's advantages and the judge's
+    consistency rewards."""
+    lam: float                       # λ in force (the μ gate may scale it)
+    step: torch.Tensor               # [B, T] R = O + λ·mean(S) (SPEC §3): the judge's reward reads it
+    policy: torch.Tensor             # [B, T] what the policy's advantages come from (R, or policy.step_verdicts')
+    policy_advantages: torch.Tensor  # [B, T] z-scored per task and step index
+    judge: torch.Tensor              # [B, T, m] consistency reward per verdict, 0 on padding
 
 
 class Trainer:
@@ -76,124 +106,69 @@ class Trainer:
         p = cfg.policy
         self.gate = MuGate(p.mu_target, p.mu_ema) if p.mu_gate else None
 
-    # -- one iteration ---------------------------------------------------------------------
+    # -- one iteration, in SPEC order --------------------------------------------------------------
     def step(self, final: bool = False) -> IterationResult:
-        cfg, pool, clock = self.cfg, self.pool, time.perf_counter
-        t0 = clock()
-        it = self.iteration + 1
-        n_rollouts = cfg.rollout.rollouts_per_task
-        sampled, cands, tasks, roll = self._roll_out(it)
-        final = final or self._spends_budget(roll.env_steps)
-        t1 = clock()
-        judgement = self._judge(roll)
-        verdicts = judgement.verdicts
-        t2 = clock()
+        timer = PhaseTimer()
+        batch = self._sample_and_roll_out(self.iteration + 1)
+        final = final or budget_reached(self.cfg.run.env_step_budget, self.env_steps + batch.episodes.env_steps)
+        timer.mark("rollout")
 
-        acc = roll.group_acc().cpu().tolist()
-        n_s = len(sampled)
-        events: list[tuple[str, dict]] = []
-        decisions = [pool.decide(slot, acc[n_s + i], it) for i, slot in enumerate(cands)]
-        for d in decisions:
-            events.append((EventKind.VARIANT_ACCEPTED if d.accepted else EventKind.VARIANT_REJECTED,
-                           {"slot": d.slot, "version": d.record.version, "direction": d.record.direction,
-                            "prev_acc": d.record.prev_acc, "new_acc": d.record.new_acc,
-                            "difficulty": d.record.difficulty}))
-        for i, slot in enumerate(sampled):
-            pool.record_acc(slot, acc[i])
-        keep = torch.tensor([True] * n_s + [d.accepted for d in decisions], device=self.device)
-        trained = keep
-        if cfg.env.strategy == "dapo":
-            trained = keep & torch.tensor(curriculum.first_mixed(acc[:n_s], cfg.rollout.tasks_per_iter),
-                                          device=self.device)
-        acc_t = torch.tensor(acc, device=self.device)
+        batch.judgement = self._judge(batch.episodes)
+        timer.mark("judge")
 
-        per_ep = lambda g: g.repeat_interleave(n_rollouts)   # noqa: E731 — group flag -> episode flag
-        lam = self._lambda(verdicts, roll, per_ep(keep))
-        R = step_rewards(roll.outcome, verdicts, roll.mask, lam)      # the judge's consistency reward reads it
-        R_policy = R if cfg.policy.step_verdicts == "paper" else \
-            transformed_step_rewards(roll.outcome, verdicts, roll.mask, lam, cfg.policy.step_verdicts)
-        adv = normalize_per_step(R_policy, roll.mask, n_rollouts)
-        jr = judge_rewards(R, verdicts)
-        if cfg.judge.unanimous == "batch":
-            jr = unanimous_steps_against_the_batch(R, verdicts, roll.mask, jr)
-        jr = jr * roll.mask.unsqueeze(-1)
-        in_band = (acc_t > cfg.policy.band_low) & (acc_t < cfg.policy.band_high)
-        pol_groups = trained & (in_band | (cfg.policy.unanimous_groups & ((acc_t == 0) | (acc_t == 1))))
-        jud_groups = trained & (acc_t >= cfg.judge.band_low) & (acc_t <= cfg.judge.band_high)
-        t3 = clock()
+        events = self._decide_candidates(batch)
+        rewards = self._rewards(batch)
+        timer.mark("rewards")
 
-        pol_sel = roll.mask & per_ep(pol_groups).unsqueeze(1) & (adv != 0)
-        # the entropy bonus's states: every step rolled out but rejected candidates' (taken only when used)
-        visited = roll.mask & per_ep(keep).unsqueeze(1) if cfg.policy.entropy_coef > 0 else None
-        pol_stats = self.backend.update_policy(roll, pol_sel, adv[pol_sel], visited)
-        jud_stats = None
-        if cfg.judge.train and cfg.judge.source == "learned":      # an oracle replaces the judge: nothing learns
-            jsel = (roll.mask & per_ep(jud_groups).unsqueeze(1)).unsqueeze(-1) & (jr != 0)
-            b, t, j = jsel.nonzero(as_tuple=True)
-            jadv = jr[b, t, j]
-            if cfg.judge.weighting == "balanced":
-                jadv = jadv * outcome_balanced_weights(roll.success[b])
-            jud_stats = self.backend.update_judge(roll, judgement, (b, t, j), jadv)
+        policy_stats = self._update_policy(batch, rewards)
+        judge_stats = self._update_judge(batch, rewards)
         self.executor.weights_changed()
-        t4 = clock()
+        timer.mark("updates")
 
-        proposals: list[tuple[VariantRequest, Proposal]] = []
-        if cfg.env.strategy == "rlanything":
-            proposals = self._adapt(sampled, acc, roll, judgement, it)
-            events += [(EventKind.VARIANT_INVALID, {"slot": r.slot, "direction": r.direction, "answer": answer,
-                                                    "reason": reason})
-                       for r, p in proposals for answer, reason in p.invalid]
-        t5 = clock()
-        values: dict[str, float] = {}
-        if it % cfg.eval.every == 0 or final:
-            values.update(self._evaluate())
-        t6 = clock()
+        proposals = self._adapt(batch) if self.cfg.env.strategy == "rlanything" else []
+        events += [(EventKind.VARIANT_INVALID, {"slot": request.slot, "direction": request.direction,
+                                                "answer": answer, "reason": reason})
+                   for request, proposal in proposals for answer, reason in proposal.invalid]
+        timer.mark("adaptation")
 
-        self.iteration = it
-        self.env_steps += roll.env_steps
-        values.update(self._measure(roll, verdicts, R_policy, acc, keep, n_s, decisions, pol_stats, jud_stats, lam,
-                                    judgement))
+        values = self._evaluate() if batch.iteration % self.cfg.eval.every == 0 or final else {}
+        timer.mark("eval")
+
+        self.iteration = batch.iteration
+        self.env_steps += batch.episodes.env_steps
+        values.update(self._measure(batch, rewards, policy_stats, judge_stats))
         if self.family.kind == "text":
-            values[metrics.INVALID] = float(sum(len(p.invalid) for _, p in proposals))
-        events += self.backend.episode_events(roll, judgement, tasks, sampled + cands, proposals, decisions)
+            values[metrics.INVALID] = float(sum(len(proposal.invalid) for _, proposal in proposals))
+        events += self.backend.episode_events(batch.episodes, batch.judgement, batch.tasks,
+                                              batch.sampled + batch.candidates, proposals, batch.decisions)
         events = self.executor.take_events() + events
-        wall = clock() - t0
+        wall = timer.elapsed()
         values[metrics.ITERATION_S] = wall
-        values[metrics.ENV_STEPS_PER_S] = roll.env_steps / wall
-        timings = {"rollout": t1 - t0, "judge": t2 - t1, "rewards": t3 - t2, "updates": t4 - t3,
-                   "adaptation": t5 - t4, "eval": t6 - t5, "measures": clock() - t6}
-        return IterationResult(it, values, events, pool.take_dirty_rows(), self.env_steps, wall, timings)
+        values[metrics.ENV_STEPS_PER_S] = batch.episodes.env_steps / wall
+        timer.mark("measures")
+        return IterationResult(batch.iteration, values, events, self.pool.take_dirty_rows(), self.env_steps, wall,
+                               timer.seconds)
 
-    # -- the verdicts -------------------------------------------------------------------------
-    def _judge(self, roll: Episodes) -> Judgement:
-        """The judge's verdicts, or with judge.source = "oracle" (a diagnostic) the family's oracle
-        labels in their place (flipped at random with judge.oracle_noise); the judge never sees them."""
-        j = self.cfg.judge
-        if j.source == "learned":
-            return self.executor.judge(roll, j.m)
-        return self.backend.oracle_judgement(roll, oracle_verdicts(roll.oracle, roll.mask, j.m, j.oracle_noise,
-                                                                   self.gen))
-
-    # -- the env.strategy's tasks, rolled out ------------------------------------------------
-    def _roll_out(self, it: int) -> tuple[list[int], list[int], list[Task], Episodes]:
-        """The sampled slots, the pending candidates, their tasks in rollout order, and the rollouts.
-        DAPO draws further slots until enough groups are mixed or the pool is used up; it never
-        adapts, so no candidate follows the sampled groups."""
+    # -- 1. sample and roll out --------------------------------------------------------------------
+    def _sample_and_roll_out(self, iteration: int) -> IterationBatch:
+        """The env.strategy's slots and every pending candidate, rolled out. DAPO draws further
+        slots until enough groups are mixed or the pool is used up; it never adapts, so no
+        candidate follows the sampled groups."""
         pool, k = self.pool, self.cfg.rollout.tasks_per_iter
-        sampled = self._draw(k, it)
-        cands = pool.candidate_slots()
-        tasks = [pool.active[s].task for s in sampled] + [pool.pending[s].task for s in cands]
-        roll = self._collect(tasks)
-        if self.cfg.env.strategy == "dapo" and not cands:
+        sampled = self._draw(k, iteration)
+        candidates = pool.candidate_slots()
+        tasks = [pool.active[s].task for s in sampled] + [pool.pending[s].task for s in candidates]
+        episodes = self._collect(tasks)
+        if self.cfg.env.strategy == "dapo" and not candidates:
             left = [s for s in pool.free_slots() if s not in sampled]
-            while left and not curriculum.enough_mixed(roll.group_acc().cpu().tolist(), k):
+            while left and not curriculum.enough_mixed(episodes.group_acc().cpu().tolist(), k):
                 more = sorted(int(s) for s in self.rng.choice(left, size=min(k, len(left)), replace=False))
                 left = [s for s in left if s not in more]
                 more_tasks = [pool.active[s].task for s in more]
-                roll = self.backend.then(roll, self._collect(more_tasks))
+                episodes = self.backend.then(episodes, self._collect(more_tasks))
                 sampled, tasks = sampled + more, tasks + more_tasks
-        pool.note_drawn(sampled, it)
-        return sampled, cands, tasks, roll
+        pool.note_drawn(sampled, iteration)
+        return IterationBatch(iteration, sampled, candidates, tasks, episodes, self.cfg.rollout.rollouts_per_task)
 
     def _draw(self, k: int, it: int) -> list[int]:
         env, pool = self.cfg.env, self.pool
@@ -211,6 +186,125 @@ class Trainer:
     def _collect(self, tasks: list[Task]) -> Episodes:
         return self.executor.collect(tasks, self.cfg.rollout.rollouts_per_task)
 
+    # -- 2. judge ----------------------------------------------------------------------------------
+    def _judge(self, roll: Episodes) -> Judgement:
+        """The judge's verdicts, or with judge.source = "oracle" (a diagnostic) the family's oracle
+        labels in their place (flipped at random with judge.oracle_noise); the judge never sees them."""
+        j = self.cfg.judge
+        if j.source == "learned":
+            return self.executor.judge(roll, j.m)
+        return self.backend.oracle_judgement(roll, oracle_verdicts(roll.oracle, roll.mask, j.m, j.oracle_noise,
+                                                                   self.gen))
+
+    # -- 3. decide candidates (SPEC §5) ------------------------------------------------------------
+    def _decide_candidates(self, batch: IterationBatch) -> list[tuple[str, dict]]:
+        """Accept or reject each candidate on the accuracy its rollouts just measured, record the
+        sampled slots' accuracy, and mark which groups the learners may train on: the sampled
+        ones and the accepted candidates (DAPO: only the first mixed ones)."""
+        acc = batch.group_acc = batch.episodes.group_acc().cpu().tolist()
+        n_sampled = len(batch.sampled)
+        batch.decisions = [self.pool.decide(slot, acc[n_sampled + i], batch.iteration)
+                           for i, slot in enumerate(batch.candidates)]
+        for i, slot in enumerate(batch.sampled):
+            self.pool.record_acc(slot, acc[i])
+        batch.kept = torch.tensor([True] * n_sampled + [d.accepted for d in batch.decisions], device=self.device)
+        batch.trained = batch.kept
+        if self.cfg.env.strategy == "dapo":
+            batch.trained = batch.kept & torch.tensor(curriculum.first_mixed(acc[:n_sampled],
+                                                                             self.cfg.rollout.tasks_per_iter),
+                                                      device=self.device)
+        return [(EventKind.VARIANT_ACCEPTED if d.accepted else EventKind.VARIANT_REJECTED,
+                 {"slot": d.slot, "version": d.record.version, "direction": d.record.direction,
+                  "prev_acc": d.record.prev_acc, "new_acc": d.record.new_acc, "difficulty": d.record.difficulty})
+                for d in batch.decisions]
+
+    # -- 4. rewards (SPEC §3–4) --------------------------------------------------------------------
+    def _rewards(self, batch: IterationBatch) -> Rewards:
+        cfg, episodes, verdicts = self.cfg, batch.episodes, batch.judgement.verdicts
+        lam = self._lambda(verdicts, episodes, batch.per_episode(batch.kept))
+        step = step_rewards(episodes.outcome, verdicts, episodes.mask, lam)
+        policy = step if cfg.policy.step_verdicts == "paper" else \
+            transformed_step_rewards(episodes.outcome, verdicts, episodes.mask, lam, cfg.policy.step_verdicts)
+        judge = judge_rewards(step, verdicts)
+        if cfg.judge.unanimous == "batch":
+            judge = unanimous_steps_against_the_batch(step, verdicts, episodes.mask, judge)
+        return Rewards(lam, step, policy, normalize_per_step(policy, episodes.mask, batch.rollouts),
+                       judge * episodes.mask.unsqueeze(-1))
+
+    def _lambda(self, verdicts: torch.Tensor, roll: Episodes, ep_keep: torch.Tensor) -> float:
+        """λ in force this iteration: the configured one, scaled by the μ gate when it is on."""
+        if self.gate is None:
+            return self.cfg.policy.lam
+        self.gate.update(balance_mu(verdicts[ep_keep], roll.mask[ep_keep], roll.outcome[ep_keep]))
+        return self.cfg.policy.lam * self.gate.scale()
+
+    # -- 5. update the policy, then the judge ------------------------------------------------------
+    def _update_policy(self, batch: IterationBatch, rewards: Rewards) -> PPOStats:
+        """PPO on every step of the trained groups in the policy's band (mixed groups; with
+        policy.unanimous_groups all-success and all-failure ones too) whose advantage is not 0."""
+        cfg, episodes = self.cfg, batch.episodes
+        acc = torch.tensor(batch.group_acc, device=self.device)
+        in_band = (acc > cfg.policy.band_low) & (acc < cfg.policy.band_high)
+        unanimous = cfg.policy.unanimous_groups & ((acc == 0) | (acc == 1))
+        groups = batch.trained & (in_band | unanimous)
+        steps = episodes.mask & batch.per_episode(groups).unsqueeze(1) & (rewards.policy_advantages != 0)
+        # the entropy bonus's states: every step rolled out but rejected candidates' (taken only when used)
+        visited = episodes.mask & batch.per_episode(batch.kept).unsqueeze(1) if cfg.policy.entropy_coef > 0 else None
+        return self.backend.update_policy(episodes, steps, rewards.policy_advantages[steps], visited)
+
+    def _update_judge(self, batch: IterationBatch, rewards: Rewards) -> PPOStats | None:
+        """PPO on every verdict of the trained groups in the judge's band whose consistency reward
+        is not 0; None when the judge does not learn (judge.train off, or the oracle in its place)."""
+        cfg, episodes = self.cfg, batch.episodes
+        if not cfg.judge.train or cfg.judge.source != "learned":
+            return None
+        acc = torch.tensor(batch.group_acc, device=self.device)
+        groups = batch.trained & (acc >= cfg.judge.band_low) & (acc <= cfg.judge.band_high)
+        chosen = (episodes.mask & batch.per_episode(groups).unsqueeze(1)).unsqueeze(-1) & (rewards.judge != 0)
+        episode, step, verdict = chosen.nonzero(as_tuple=True)
+        advantages = rewards.judge[episode, step, verdict]
+        if cfg.judge.weighting == "balanced":
+            advantages = advantages * outcome_balanced_weights(episodes.success[episode])
+        return self.backend.update_judge(episodes, batch.judgement, (episode, step, verdict), advantages)
+
+    # -- 6. adapt (SPEC §5) ------------------------------------------------------------------------
+    def _adapt(self, batch: IterationBatch) -> list[tuple[VariantRequest, Proposal]]:
+        """Ask the environment model for a variant of each triggering sampled slot, with critic
+        feedback from the steps every verdict judged −1 (SPEC §5), all requests at once."""
+        n, episodes, judgement = batch.rollouts, batch.episodes, batch.judgement
+        high_risk = (judgement.verdicts == -1).all(-1) & episodes.mask
+        requests = []
+        for g, slot in enumerate(batch.sampled):
+            acc = batch.group_acc[g]
+            direction = self.pool.wants_variant(slot, acc)
+            if direction is None:
+                continue
+            group = slice(g * n, (g + 1) * n)
+            b, t = high_risk[group].nonzero(as_tuple=True)
+            if self.cfg.env.critic == "random":     # as many steps, chosen without the judge
+                b, t = self._random_steps(episodes.mask[group], len(b))
+            b, t = b[:MAX_CRITIC_STEPS] + g * n, t[:MAX_CRITIC_STEPS]
+            task = self.pool.active[slot].task
+            critic = self.family.critic(task, self.backend.critic_steps(episodes, judgement, b, t))
+            critic.update({"acc": acc, "direction": direction})
+            notes = self.backend.critic_notes(episodes, judgement, b, t)
+            if notes:
+                critic["high_risk_steps"] = notes[:MAX_CRITIC_NOTES]
+            requests.append(VariantRequest(slot, self.pool.roots[slot], task, direction, acc, critic))
+        proposals = self.executor.propose(requests, self.cfg.env.tries, self.rng)
+        for request, proposal in zip(requests, proposals):
+            if proposal.task is not None:
+                self.pool.add_pending(request.slot, proposal.task, request.direction, request.acc, request.critic,
+                                      batch.iteration)
+        return list(zip(requests, proposals))
+
+    def _random_steps(self, mask: torch.Tensor, n: int) -> tuple[torch.Tensor, torch.Tensor]:
+        real = mask.nonzero()
+        pick = torch.as_tensor(np.sort(self.rng.choice(len(real), size=min(n, len(real)), replace=False)),
+                               dtype=torch.long, device=mask.device)
+        return real[pick, 0], real[pick, 1]
+
+    # -- 7. evaluate and measure (SPEC §7) ---------------------------------------------------------
     def _evaluate(self) -> dict[str, float]:
         """Greedy held-out success per set (SPEC §7), and their mean."""
         tasks = [t for s in self.suite for t in s.tasks]
@@ -222,100 +316,60 @@ class Trainer:
         out[metrics.EVAL_SUCCESS] = float(np.mean([out[metrics.eval_set_key(s.name)] for s in self.suite]))
         return out
 
-    def _spends_budget(self, steps: int) -> bool:
-        budget = self.cfg.run.env_step_budget
-        return budget > 0 and self.env_steps + steps >= budget
-
-    def budget_spent(self) -> bool:
-        return self._spends_budget(0)
-
-    def _lambda(self, verdicts: torch.Tensor, roll: Episodes, ep_keep: torch.Tensor) -> float:
-        """λ in force this iteration: the configured one, scaled by the μ gate when it is on."""
-        if self.gate is None:
-            return self.cfg.policy.lam
-        self.gate.update(balance_mu(verdicts[ep_keep], roll.mask[ep_keep], roll.outcome[ep_keep]))
-        return self.cfg.policy.lam * self.gate.scale()
-
-    def _adapt(self, sampled: list[int], acc: list[float], roll: Episodes, judgement: Judgement,
-               it: int) -> list[tuple[VariantRequest, Proposal]]:
-        """Ask the environment model for a variant of each triggering sampled slot, with critic
-        feedback from the steps every verdict judged −1 (SPEC §5), all requests at once."""
-        n = self.cfg.rollout.rollouts_per_task
-        high_risk = (judgement.verdicts == -1).all(-1) & roll.mask
-        requests = []
-        for g, slot in enumerate(sampled):
-            direction = self.pool.wants_variant(slot, acc[g])
-            if direction is None:
-                continue
-            eps = slice(g * n, (g + 1) * n)
-            b, t = high_risk[eps].nonzero(as_tuple=True)
-            if self.cfg.env.critic == "random":     # as many steps, chosen without the judge
-                b, t = self._random_steps(roll.mask[eps], len(b))
-            b, t = b[:MAX_CRITIC_STEPS] + g * n, t[:MAX_CRITIC_STEPS]
-            task = self.pool.active[slot].task
-            critic = self.family.critic(task, self.backend.critic_steps(roll, judgement, b, t))
-            critic.update({"acc": acc[g], "direction": direction})
-            notes = self.backend.critic_notes(roll, judgement, b, t)
-            if notes:
-                critic["high_risk_steps"] = notes[:MAX_CRITIC_NOTES]
-            requests.append(VariantRequest(slot, self.pool.roots[slot], task, direction, acc[g], critic))
-        proposals = self.executor.propose(requests, self.cfg.env.tries, self.rng)
-        for r, p in zip(requests, proposals):
-            if p.task is not None:
-                self.pool.add_pending(r.slot, p.task, r.direction, r.acc, r.critic, it)
-        return list(zip(requests, proposals))
-
-    def _random_steps(self, mask: torch.Tensor, n: int) -> tuple[torch.Tensor, torch.Tensor]:
-        real = mask.nonzero()
-        pick = torch.as_tensor(np.sort(self.rng.choice(len(real), size=min(n, len(real)), replace=False)),
-                               dtype=torch.long, device=mask.device)
-        return real[pick, 0], real[pick, 1]
-
-    def _measure(self, roll, verdicts, R, acc, keep, n_s, decisions, pol_stats, jud_stats,
-                 lam, judgement) -> dict[str, float]:
-        cfg = self.cfg
-        n = cfg.rollout.rollouts_per_task
-        ep_keep = keep.repeat_interleave(n)
-        kept_groups = int(keep.sum())
+    def _measure(self, batch: IterationBatch, rewards: Rewards, policy_stats: PPOStats,
+                 judge_stats: PPOStats | None) -> dict[str, float]:
+        """This iteration's metrics over the kept rollouts (sampled groups and accepted candidates)."""
+        cfg, episodes, verdicts = self.cfg, batch.episodes, batch.judgement.verdicts
+        kept = batch.per_episode(batch.kept)
+        n_sampled = len(batch.sampled)
         out: dict[str, float] = {}
-        sampled_success = roll.success[: n_s * n]
-        if n_s:
-            out[metrics.SUCCESS] = float(sampled_success.float().mean())
-        mask = roll.mask[ep_keep]
-        out.update(policy_measures(R[ep_keep], verdicts[ep_keep], mask, lam, roll.lengths[ep_keep]))
+        if n_sampled:
+            out[metrics.SUCCESS] = float(episodes.success[: n_sampled * batch.rollouts].float().mean())
+        mask, outcome = episodes.mask[kept], episodes.outcome[kept]
+        out.update(policy_measures(rewards.policy[kept], verdicts[kept], mask, rewards.lam, episodes.lengths[kept]))
         if cfg.policy.step_verdicts != "paper" and mask.any():    # the step part the policy was given
-            given = (R[ep_keep] - roll.outcome[ep_keep].unsqueeze(1)) * mask
+            given = (rewards.policy[kept] - outcome.unsqueeze(1)) * mask
             out[metrics.STEP_REWARD] = float(given.sum() / mask.sum())
-        out.update(judge_error_structure(verdicts[ep_keep], mask, roll.outcome[ep_keep], roll.oracle[ep_keep]))
-        out.update(judge_measures(verdicts[ep_keep], mask, roll.outcome[ep_keep], roll.oracle[ep_keep],
-                                  kept_groups, n))
-        if ep_keep.any():       # every rollout can be a rejected candidate's: then there is no share
-            out[metrics.POSITIVE_FRACTION] = float(roll.success[ep_keep].float().mean())
+        out.update(judge_error_structure(verdicts[kept], mask, outcome, episodes.oracle[kept]))
+        out.update(judge_measures(verdicts[kept], mask, outcome, episodes.oracle[kept], int(batch.kept.sum()),
+                                  batch.rollouts))
+        if kept.any():       # every rollout can be a rejected candidate's: then there is no share
+            out[metrics.POSITIVE_FRACTION] = float(episodes.success[kept].float().mean())
         if self.gate is not None:
-            out[metrics.EFFECTIVE_LAMBDA] = lam
+            out[metrics.EFFECTIVE_LAMBDA] = rewards.lam
+        out.update(self._pool_measures(batch, n_sampled))
+        if policy_stats.samples:          # no samples, no update: the loss is undefined, not 0
+            out[metrics.LOSS_POLICY] = policy_stats.loss
+            out[metrics.LOSS_KL] = policy_stats.kl
+        if judge_stats is not None and judge_stats.samples:
+            out[metrics.LOSS_JUDGE] = judge_stats.loss
+        # shares of everything produced: every real step rolled out, each judged m times
+        out.update(role_health("policy", policy_stats, episodes.env_steps))
+        if judge_stats is not None:       # a frozen judge is no trained role: no health keys
+            out.update(role_health("judge", judge_stats, episodes.env_steps * verdicts.shape[-1]))
+        out.update(self.backend.text_measures(episodes, batch.judgement))
+        out[metrics.ENV_STEPS] = float(self.env_steps)
+        return out
+
+    def _pool_measures(self, batch: IterationBatch, n_sampled: int) -> dict[str, float]:
+        out: dict[str, float] = {}
         diffs = self.pool.difficulties()
         if len(diffs):
             out[metrics.DIFFICULTY_MEAN], out[metrics.DIFFICULTY_MIN], out[metrics.DIFFICULTY_MAX] = \
                 float(diffs.mean()), float(diffs.min()), float(diffs.max())
-        out[metrics.ACCEPTED] = float(sum(d.accepted for d in decisions))
-        out[metrics.REJECTED] = float(sum(not d.accepted for d in decisions))
+        out[metrics.ACCEPTED] = float(sum(d.accepted for d in batch.decisions))
+        out[metrics.REJECTED] = float(sum(not d.accepted for d in batch.decisions))
         out[metrics.PENDING] = float(len(self.pool.pending))
-        if n_s:
-            out[metrics.IN_BAND] = float(np.mean([cfg.env.low <= a <= cfg.env.high for a in acc[:n_s]]))
-        if pol_stats.samples:          # no samples, no update: the loss is undefined, not 0
-            out[metrics.LOSS_POLICY] = pol_stats.loss
-            out[metrics.LOSS_KL] = pol_stats.kl
-        if jud_stats is not None and jud_stats.samples:
-            out[metrics.LOSS_JUDGE] = jud_stats.loss
-        # shares of everything produced: every real step rolled out, each judged m times
-        out.update(role_health("policy", pol_stats, roll.env_steps))
-        if jud_stats is not None:       # a frozen judge is no trained role: no health keys
-            out.update(role_health("judge", jud_stats, roll.env_steps * verdicts.shape[-1]))
-        out.update(self.backend.text_measures(roll, judgement))
-        out[metrics.ENV_STEPS] = float(self.env_steps)
+        if n_sampled:
+            out[metrics.IN_BAND] = float(np.mean([self.cfg.env.low <= a <= self.cfg.env.high
+                                                  for a in batch.group_acc[:n_sampled]]))
         return out
 
-    def set_interrupt(self, interrupted) -> None:
+    # -- what the Runner asks between iterations (interfaces.RunLoop) ------------------------------
+    def budget_spent(self) -> bool:
+        return budget_reached(self.cfg.run.env_step_budget, self.env_steps)
+
+    def set_interrupt(self, interrupted: Callable[[], bool]) -> None:
         """`interrupted()` is asked while the executor waits on workers: True cancels the
         outstanding work (Interrupted is raised, and this iteration must not be committed)."""
         self.executor.interrupted = interrupted
@@ -331,12 +385,12 @@ class Trainer:
     def close(self) -> None:
         self.executor.close()
 
-    # -- manual override ---------------------------------------------------------------------
+    # -- manual override ---------------------------------------------------------------------------
     def set_override(self, d: float | None) -> list[dict]:
         self.pool.set_override(d, self.iteration, self.rng)
         return self.pool.take_dirty_rows()
 
-    # -- checkpoint state --------------------------------------------------------------------
+    # -- checkpoint state --------------------------------------------------------------------------
     def state_dict(self) -> dict:
         return {"iteration": self.iteration, "env_steps": self.env_steps, **self.backend.state_dict(),
                 "torch_rng": self.gen.get_state(), "np_rng": json.dumps(self.rng.bit_generator.state),

@@ -1,6 +1,7 @@
-"""What runs inside Ray actors: a role's replica of the run's backend (`RoleWorker`) and a whole
-run's loop (`RunWorker`). Plain classes, wrapped by `ray.remote` where they are started, so this
-module imports without Ray. Workers return values and never touch the database.
+"""What runs inside a role's Ray actor: a replica of the run's backend (`RoleWorker`), and what
+it and a whole run's actor (run_worker.RunWorker) share. Plain classes, wrapped by `ray.remote`
+where they are started, so this module imports without Ray. Workers return values and never
+touch the database.
 """
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import os
 from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import torch
@@ -17,7 +18,9 @@ import torch
 from ..config import Config, from_dict
 from ..tasks import load_family
 from ..tasks.task import Task
-from .backend import Episodes, Judgement, Proposal, VariantRequest, make_backend
+from .backend import Episodes, VariantRequest
+from .backend_factory import make_backend
+from .device import limit_threads, resolve_device
 from .executor import to_device
 
 CPU = torch.device("cpu")
@@ -46,6 +49,15 @@ class Draw:
     # the process-wide generator, which language-model sampling reseeds from the run's (generation.py):
     # handed back so that the driver's dropout draws are the local run's
     global_state: torch.Tensor | None = None
+
+
+class Answer(NamedTuple):
+    """A RoleWorker's answer: the weights version it acted with (the driver checks it is the one
+    it pushed), what was asked for, and the generator states it drew on to (None: nothing to hand
+    back)."""
+    version: int
+    value: Any
+    drawn: Draw | None
 
 
 def _pack(t: torch.Tensor) -> tuple:
@@ -84,7 +96,6 @@ class RoleWorker:
     the learners' weights the driver pushed (loaded when their version changes)."""
 
     def __init__(self, config: dict):
-        from .trainer import limit_threads, resolve_device
         tensor_transport()
         cfg = local_config(config)
         self.device = resolve_device(cfg.run.device)
@@ -101,40 +112,39 @@ class RoleWorker:
         return {**where(), "device": self.device.type}
 
     def collect(self, weights: list, draw: Draw | None, tasks: list[Task], rollouts: int,
-                greedy: bool) -> tuple[int, Episodes, Draw | None]:
+                greedy: bool) -> Answer:
         self._load(weights)
         self._seed(draw)
         ep = self.backend.collect([self._intern(t) for t in tasks], rollouts, greedy=greedy)
-        return self.version, to_device(ep, CPU), self._drawn(draw)
+        return Answer(self.version, to_device(ep, CPU), self._drawn(draw))
 
-    def successes(self, weights: list, tasks: list[Task]) -> tuple[int, torch.Tensor, None]:
+    def successes(self, weights: list, tasks: list[Task]) -> Answer:
         """Greedy held-out roll-outs, of which the driver needs only who succeeded."""
         self._load(weights)
         ep = self.backend.collect([self._intern(t) for t in tasks], 1, greedy=True)
-        return self.version, ep.success.cpu(), None
+        return Answer(self.version, ep.success.cpu(), None)
 
-    def judge(self, weights: list, draw: Draw | None, ep: Episodes | tuple,
-              m: int) -> tuple[int, Judgement, Draw | None]:
+    def judge(self, weights: list, draw: Draw | None, ep: Episodes | Answer, m: int) -> Answer:
         """`ep` is the episodes, or a rollout worker's whole answer (passed by reference, so that
         it goes from worker to worker without a round trip through the driver)."""
         self._load(weights)
         self._seed(draw)
-        if isinstance(ep, tuple):          # chained on a roll-out: draw on from where it stopped
-            _, episodes, drawn = ep
+        if isinstance(ep, Answer):          # chained on a roll-out: draw on from where it stopped
+            episodes = ep.value
             if draw is not None and draw.chained:
-                self._seed(drawn)
+                self._seed(ep.drawn)
         else:
             episodes = ep
         judgement = self.backend.judge(to_device(episodes, self.device), m)
-        return self.version, to_device(self.backend.travelling(judgement), CPU), self._drawn(draw)
+        return Answer(self.version, to_device(self.backend.travelling(judgement), CPU), self._drawn(draw))
 
     def propose(self, draw: Draw | None, requests: list[VariantRequest],
-                tries: int) -> tuple[int, list[Proposal], Draw | None]:
+                tries: int) -> Answer:
         self._seed(draw)
         requests = [replace(r, root=self._intern(r.root), task=self._intern(r.task)) for r in requests]
         proposals = [replace(p, task=None if p.task is None else bare(p.task))
                      for p in self.backend.propose(requests, tries, self.rng)]
-        return self.version, proposals, self._drawn(draw)
+        return Answer(self.version, proposals, self._drawn(draw))
 
     def _intern(self, task: Task) -> Task:
         key = (task.family, task.seed, json.dumps(task.params, sort_keys=True))
@@ -173,37 +183,3 @@ class RoleWorker:
             return None
         return Draw(torch_state=self.gen.get_state(), np_state=self.rng.bit_generator.state,
                     global_state=torch.random.get_rng_state() if self.reseeds_global else None)
-
-
-class RunWorker:
-    """A whole run's loop (a Trainer) where the cluster placed it; the `rla run` process that
-    started it keeps the database, the commands, the heartbeat and the checkpoints."""
-
-    def __init__(self, config: dict):
-        from .trainer import Trainer, resolve_device
-        tensor_transport()
-        cfg = local_config(config)
-        self.device = resolve_device(cfg.run.device)
-        self.trainer = Trainer(cfg, self.device)
-
-    def where(self) -> dict:
-        return {**where(), "device": str(self.device)}
-
-    def step(self, final: bool):
-        return self.trainer.step(final=final)
-
-    def set_override(self, d: float | None) -> list[dict]:
-        return self.trainer.set_override(d)
-
-    def task_rows(self, live: bool) -> list[dict]:
-        return self.trainer.task_rows(live)
-
-    def state_dict(self) -> dict:
-        return to_device(self.trainer.state_dict(), CPU)
-
-    def load_state_dict(self, state: dict) -> int:
-        self.trainer.load_state_dict(state)
-        return self.trainer.iteration
-
-    def budget_spent(self) -> bool:
-        return self.trainer.budget_spent()

@@ -27,7 +27,7 @@ import io
 import re
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
 import numpy as np
 import pyqtgraph as pg
@@ -40,15 +40,35 @@ from ..run_data import RunData, ema
 from . import file_dialogs
 from .readout import HoverReadout
 
-if TYPE_CHECKING:        # metric_plot adds these actions to its plots: it imports this module
-    from .metric_plot import MetricCurve
-
 CSV_HEADER = ("series", "key", "curve")        # then the x-axis's name, then "value"
 FORMATS = {"png": "PNG image (*.png)", "svg": "SVG drawing (*.svg)", "csv": "CSV, the data in view (*.csv)"}
 MENU = (("png", "Save chart as PNG…"), ("svg", "Save chart as SVG…"), ("csv", "Save visible data as CSV…"))
 CAPTION = {kind: text.rstrip("…") for kind, text in MENU}
+
+
+class DrawnCurve(Protocol):
+    """What an export reads of a plot's curve (metric_plot.MetricCurve, which imports this
+    module to add the actions: named here, so that the two modules do not import each other)."""
+    @property
+    def key(self) -> str: ...
+
+    @property
+    def smooth(self) -> bool: ...
+
+    @property
+    def weight(self) -> float | None:
+        """The smoothing weight its smoothed series was computed with (None: not yet)."""
+
+    @property
+    def done(self) -> int:
+        """How many points of it are smoothed."""
+
+    @property
+    def smoothed(self) -> np.ndarray: ...
+
+
 # (series name as the legend has it, the curve, the data it draws): what a plot shows
-Shown = tuple[str, "MetricCurve", RunData]
+Shown = tuple[str, DrawnCurve, RunData]
 
 
 class ExportablePlot(Protocol):
@@ -150,7 +170,7 @@ def visible_rows(shown: Iterable[Shown], x_axis: str, smoothing: float,
                 yield series, curve.key, name, _number(float(xi)), float(yi)
 
 
-def drawn_smoothed(curve: MetricCurve, y: np.ndarray, smoothing: float) -> np.ndarray | None:
+def drawn_smoothed(curve: DrawnCurve, y: np.ndarray, smoothing: float) -> np.ndarray | None:
     """The smoothed values the curve draws over `y` (the plot's smoothing), or None when it draws
     none (MetricCurve.draw's rule): the curve's own, when it is up to date, else computed alike."""
     weight = smoothing if curve.smooth else 0.0

@@ -231,7 +231,7 @@ def test_an_ablation_on_ray_spreads_its_runs_over_both_nodes(cluster, tmp_path, 
 
 def test_a_local_run_never_imports_ray():
     code = ("import sys; import rla_engine.cli, rla_engine.launch, rla_engine.runner; "
-            "from rla_engine.config import build; from rla_engine.loop.executor import make_executor; "
+            "from rla_engine.config import build; from rla_engine.loop.executor_factory import make_executor; "
             "e = make_executor(build(preset='tiny'), None, None, None); "
             "assert e.kind == 'local' and 'ray' not in sys.modules, 'ray was imported'")
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
