@@ -28,7 +28,7 @@ PIP = {
     "transformers": "pip install 'transformers>=4.46' tokenizers safetensors",
     "tokenizers": "pip install tokenizers",
     "safetensors": "pip install safetensors",
-    "gguf": "pip install gguf",
+    "gguf": "pip install gguf accelerate",     # transformers reads a GGUF file only with both
     "peft": "pip install peft",
 }
 
