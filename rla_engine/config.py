@@ -366,29 +366,47 @@ def _check_items(key: str, value: list, meta: Any) -> list:
 
 def _check_value(key: str, value: Any, f: dataclasses.Field) -> Any:
     """Type-check and range-check one value; return it coerced (int -> float where a float is due)."""
-    t = _field_type(f)
-    meta = f.metadata
-    if t is float and isinstance(value, int) and not isinstance(value, bool):
-        value = _to_float(key, value, value, meta)
-    if (t is bool and not isinstance(value, bool)) or (t is not bool and isinstance(value, bool)) \
-            or not isinstance(value, t):
-        raise ConfigError(key, value, f"must be a list of {_plural_name(meta.get('item', float))}"
-                          if t is list else f"must be {_type_name(t)}")
-    if t is list:
-        value = _check_items(key, cast(list, value), meta)
-    for v in value if t is list else [value]:
+    t, meta = _field_type(f), f.metadata
+    value = _of_type(key, value, t, meta)
+    for v in value if t is list else [value]:     # each item of a list, or the value itself
         if isinstance(v, float) and v != v:
             raise ConfigError(key, value, "must be a finite number")
-        lo, hi = meta.get("min"), meta.get("max")
-        if lo is not None and (v < lo or (meta.get("min_exclusive") and v == lo)):
-            op = ">" if meta.get("min_exclusive") else "≥"
-            raise ConfigError(key, value, f"must be {op} {lo}" + (f" and ≤ {hi}" if hi is not None else ""))
-        if hi is not None and v > hi:
-            raise ConfigError(key, value, f"must be ≤ {hi}" + (f" and ≥ {lo}" if lo is not None else ""))
-        choices = _allowed_choices(meta)
-        if choices and v not in choices:
-            raise ConfigError(key, value, f"must be one of {', '.join(map(str, choices))}")
+        _check_range(key, value, v, meta)
+        _check_choice(key, value, v, meta)
     return value
+
+
+def _of_type(key: str, value: Any, t: type, meta: Any) -> Any:
+    """`value` as the field's type `t`: an int where a float is due becomes one, a list's items are
+    checked and coerced; a bool is never taken for a number, nor a number for a bool."""
+    if t is float and isinstance(value, int) and not isinstance(value, bool):
+        value = _to_float(key, value, value, meta)
+    if isinstance(value, bool) != (t is bool) or not isinstance(value, t):
+        raise ConfigError(key, value, f"must be a list of {_plural_name(meta.get('item', float))}"
+                          if t is list else f"must be {_type_name(t)}")
+    return _check_items(key, cast(list, value), meta) if t is list else value
+
+
+def _check_range(key: str, value: Any, v: Any, meta: Any) -> None:
+    """`v` (the value, or one item of it) is within the field's min and max, if it has them; the
+    message shows the whole `value`."""
+    lo, hi = meta.get("min"), meta.get("max")
+    if lo is not None and _below_min(v, lo, meta.get("min_exclusive")):
+        op = ">" if meta.get("min_exclusive") else "≥"
+        raise ConfigError(key, value, f"must be {op} {lo}" + (f" and ≤ {hi}" if hi is not None else ""))
+    if hi is not None and v > hi:
+        raise ConfigError(key, value, f"must be ≤ {hi}" + (f" and ≥ {lo}" if lo is not None else ""))
+
+
+def _below_min(v: Any, lo: Any, exclusive: bool | None) -> bool:
+    return v < lo or bool(exclusive and v == lo)
+
+
+def _check_choice(key: str, value: Any, v: Any, meta: Any) -> None:
+    """`v` is one of the field's choices, if it has them."""
+    choices = _allowed_choices(meta)
+    if choices and v not in choices:
+        raise ConfigError(key, value, f"must be one of {', '.join(map(str, choices))}")
 
 
 def _check_relations(cfg: Config) -> None:
