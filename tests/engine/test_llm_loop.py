@@ -103,7 +103,7 @@ def test_a_resumed_run_continues_with_the_same_metrics(tmp_path):
 
 def test_the_checkpoint_holds_only_adapters_with_lora(tmp_path):
     pytest.importorskip("peft")
-    tr = Trainer(llm_tiny("policy.lora_rank=4"), torch.device("cpu"))
+    tr = Trainer(llm_tiny("lm.lora_rank=4"), torch.device("cpu"))
     state = tr.backend.state_dict()
     assert state["policy"] and all("lora" in k for k in state["policy"])
 
@@ -159,7 +159,7 @@ def test_copies_of_a_prompt_share_its_prefix_and_answer_as_the_prompt_repeated(l
     if lora:
         pytest.importorskip("peft")
     from rla_engine.llm.generation import sample
-    tr = Trainer(llm_tiny(f"policy.lora_rank={lora}"), torch.device("cpu"))
+    tr = Trainer(llm_tiny(f"lm.lora_rank={lora}"), torch.device("cpu"))
     model, tok = tr.backend.judge_lm, tr.backend.judge_tok
     prompts = [chat_ids(tok, [{"role": "user", "content": text}])
                for text in ("value = 3", "a much longer prompt about apples, pears and the number 12", "x")]
