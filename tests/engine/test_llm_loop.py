@@ -10,6 +10,7 @@ import torch
 
 from rla_engine import checkpoint, metrics
 from rla_engine.config import build
+from rla_engine.llm import backend as llm_backend
 from rla_engine.llm import env_model
 from rla_engine.llm.generation import Sampling, chat_ids, token_logprobs
 from rla_engine.loop.backend import VariantRequest
@@ -106,6 +107,20 @@ def test_the_checkpoint_holds_only_adapters_with_lora(tmp_path):
     tr = Trainer(llm_tiny("lm.lora_rank=4"), torch.device("cpu"))
     state = tr.backend.state_dict()
     assert state["policy"] and all("lora" in k for k in state["policy"])
+
+
+def test_each_role_reads_its_own_settings_and_the_shared_lm_ones(monkeypatch):
+    lora = []
+    monkeypatch.setattr(llm_backend, "apply_lora", lambda model, rank, alpha, dropout: lora.append((rank, alpha))
+                        or model)
+    tr = Trainer(llm_tiny("lm.lora_rank=4", "lm.lora_alpha=8", "lm.micro_batch_size=3", "lm.generation_batch_size=5",
+                          "judge.ppo_epochs=3", "judge.minibatch_size=7", "judge.clip_eps=0.1", "judge.kl_beta=0.5"),
+                 torch.device("cpu"))
+    b = tr.backend
+    assert lora == [(4, 8.0), (4, 8.0)]          # policy and judge
+    assert [(s.epochs, s.minibatch_size, s.clip_eps, s.kl_beta, s.micro_batch_size)
+            for s in (b.policy_ppo, b.judge_ppo)] == [(1, 16, 0.2, 0.01, 3), (3, 7, 0.1, 0.5, 3)]
+    assert b.policy_how.batch_size == b.judge_how.batch_size == b.env_how.batch_size == 5
 
 
 def test_invalid_variants_are_rejected_counted_and_logged():
