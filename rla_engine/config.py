@@ -83,9 +83,10 @@ STEP_VERDICTS = ("paper", "centred", "difference", "failures")
 class PolicyConfig:
     lam: float = _f(1.0, "Weight λ of the judge's step reward; 0 is outcome-only.", min=0.0, max=100.0)
     lr: float = _f(1e-3, "AdamW learning rate of the policy.", min=0.0, max=1.0, min_exclusive=True)
-    ppo_epochs: int = _f(2, "Passes over the iteration's samples.", min=1, max=100)
-    minibatch_size: int = _f(512, "Samples per PPO minibatch.", min=1, max=1_000_000)
-    clip_eps: float = _f(0.2, "PPO clip range ε.", min=0.0, max=1.0)
+    ppo_epochs: int = _f(2, "Passes of the policy's update over the iteration's samples (the judge's: "
+                            "judge.ppo_epochs).", min=1, max=100)
+    minibatch_size: int = _f(512, "Samples per PPO minibatch of the policy.", min=1, max=1_000_000)
+    clip_eps: float = _f(0.2, "PPO clip range ε of the policy.", min=0.0, max=1.0)
     kl_beta: float = _f(0.01, "Weight β of the k3 KL penalty to the pre-update policy.", min=0.0, max=100.0)
     entropy_coef: float = _f(0.0, "Entropy bonus (not in SPEC §3; 0 is the paper's loss): weight of the mean "
                                   "entropy of the sampling distribution over every step rolled out this "
@@ -107,12 +108,6 @@ class PolicyConfig:
     max_new_tokens: int = _f(64, _LM + "tokens the policy may write per turn.", min=1, max=32768)
     top_p: float = _f(1.0, _LM + "nucleus sampling of the policy (log-probabilities stay untruncated).",
                       min=0.0, max=1.0, min_exclusive=True)
-    micro_batch_size: int = _f(8, _LM + "samples per forward pass; gradients accumulate over a minibatch.",
-                               min=1, max=65536)
-    generation_batch_size: int = _f(64, _LM + "sequences per generate call (every role).", min=1, max=65536)
-    lora_rank: int = _f(0, _LM + "LoRA rank of the policy and judge (0: full fine-tuning; needs peft).",
-                        min=0, max=1024)
-    lora_alpha: float = _f(16.0, _LM + "LoRA scaling α.", min=0.0, max=10000.0, min_exclusive=True)
     step_verdicts: str = _f("paper", "How the judge's verdicts enter the policy's step reward, v_i = mean_j S_ij. "
                                      "paper: R_i = O + λ·v_i. Not in the paper — centred: v_i less its trajectory's "
                                      "mean (steps ranked within a trajectory; a verdict shared by every step, such "
@@ -130,6 +125,8 @@ class PolicyConfig:
 
 
 JUDGE_SOURCES = ("learned", "oracle")
+_OLD_FILES = (" A file or stored config that gives the policy's value and not the judge's (as all did before "
+              "the judge had its own) gives the judge the policy's.")
 
 
 @dataclass
@@ -138,6 +135,15 @@ class JudgeConfig:
     train: bool = _f(True, "Train the judge by consistency feedback (false = frozen judge).")
     temperature: float = _f(1.0, "Judge sampling temperature.", min=0.05, max=10.0)
     lr: float = _f(1e-3, "AdamW learning rate of the judge.", min=0.0, max=1.0, min_exclusive=True)
+    # The judge's own PPO settings (JUDGE_PPO), by default the policy's defaults: it trained with
+    # the policy's until it had them, and a configuration written then still reads that way (merge).
+    ppo_epochs: int = _f(2, "Passes of the judge's update over the iteration's judge samples." + _OLD_FILES,
+                         min=1, max=100)
+    minibatch_size: int = _f(512, "Judge samples (one verdict each) per PPO minibatch." + _OLD_FILES,
+                             min=1, max=1_000_000)
+    clip_eps: float = _f(0.2, "PPO clip range ε of the judge." + _OLD_FILES, min=0.0, max=1.0)
+    kl_beta: float = _f(0.01, "Weight β of the k3 KL penalty to the pre-update judge." + _OLD_FILES,
+                        min=0.0, max=100.0)
     band_low: float = _f(0.2, "Judge trains on tasks with band_low ≤ acc ≤ band_high.", min=0.0, max=1.0)
     band_high: float = _f(0.8, "Upper edge of the judge band (inclusive).", min=0.0, max=1.0)
     hidden: int = _f(128, "Hidden width of the embedded judge network.", min=4, max=4096)
@@ -189,6 +195,19 @@ class EnvConfig:
     dtype: str = _f("auto", _LM + "the environment model's dtype.", choices=DTYPES)
     max_new_tokens: int = _f(256, _LM + "tokens of one proposed variant.", min=1, max=32768)
     temperature: float = _f(0.7, _LM + "sampling temperature of the environment model.", min=0.05, max=10.0)
+
+
+@dataclass
+class LMConfig:
+    """What every language-model role shares; the embedded networks ignore it."""
+    lora_rank: int = _f(0, _LM + "LoRA rank of the trained roles, policy and judge (0: full fine-tuning; "
+                               "needs peft).", min=0, max=1024)
+    lora_alpha: float = _f(16.0, _LM + "LoRA scaling α of the policy and judge.", min=0.0, max=10000.0,
+                           min_exclusive=True)
+    micro_batch_size: int = _f(8, _LM + "samples per forward pass of a policy or judge update; gradients "
+                                        "accumulate over the role's minibatch.", min=1, max=65536)
+    generation_batch_size: int = _f(64, _LM + "sequences per generate call of every role (policy, judge, "
+                                              "environment model).", min=1, max=65536)
 
 
 @dataclass
@@ -269,6 +288,7 @@ class Config:
     policy: PolicyConfig = field(default_factory=PolicyConfig)
     judge: JudgeConfig = field(default_factory=JudgeConfig)
     env: EnvConfig = field(default_factory=EnvConfig)
+    lm: LMConfig = field(default_factory=LMConfig)
     eval: EvalConfig = field(default_factory=EvalConfig)
     run: RunConfig = field(default_factory=RunConfig)
     executor: ExecutorConfig = field(default_factory=ExecutorConfig)
@@ -292,8 +312,22 @@ def _section_cls(section: str) -> type:
     return type(getattr(Config(), section))
 
 
+# Keys earlier versions wrote that live elsewhere now: what every language-model role shares was
+# under `policy`. Stored runs, saved files and command lines that name them still load (errors
+# name the key as given and where it lives now).
+MOVED_KEYS = {f"policy.{name}": f"lm.{name}"
+              for name in ("lora_rank", "lora_alpha", "micro_batch_size", "generation_batch_size")}
+
+
+def current_key(key: str) -> str:
+    """Where a setting lives now: `policy.lora_rank` -> `lm.lora_rank`; any other key as it is."""
+    return MOVED_KEYS.get(key, key)
+
+
 def field_meta(key: str, value: Any = None) -> dataclasses.Field:
-    section, _, name = key.partition(".")
+    """The field of a dotted key (a moved key's field where it lives now); ConfigError naming `key`
+    when there is none."""
+    section, _, name = current_key(key).partition(".")
     if section not in SECTIONS:
         raise ConfigError(key, value, f"unknown section; sections are {', '.join(SECTIONS)}")
     for f in dataclasses.fields(_section_cls(section)):
@@ -366,29 +400,47 @@ def _check_items(key: str, value: list, meta: Any) -> list:
 
 def _check_value(key: str, value: Any, f: dataclasses.Field) -> Any:
     """Type-check and range-check one value; return it coerced (int -> float where a float is due)."""
-    t = _field_type(f)
-    meta = f.metadata
-    if t is float and isinstance(value, int) and not isinstance(value, bool):
-        value = _to_float(key, value, value, meta)
-    if (t is bool and not isinstance(value, bool)) or (t is not bool and isinstance(value, bool)) \
-            or not isinstance(value, t):
-        raise ConfigError(key, value, f"must be a list of {_plural_name(meta.get('item', float))}"
-                          if t is list else f"must be {_type_name(t)}")
-    if t is list:
-        value = _check_items(key, cast(list, value), meta)
-    for v in value if t is list else [value]:
+    t, meta = _field_type(f), f.metadata
+    value = _of_type(key, value, t, meta)
+    for v in value if t is list else [value]:     # each item of a list, or the value itself
         if isinstance(v, float) and v != v:
             raise ConfigError(key, value, "must be a finite number")
-        lo, hi = meta.get("min"), meta.get("max")
-        if lo is not None and (v < lo or (meta.get("min_exclusive") and v == lo)):
-            op = ">" if meta.get("min_exclusive") else "≥"
-            raise ConfigError(key, value, f"must be {op} {lo}" + (f" and ≤ {hi}" if hi is not None else ""))
-        if hi is not None and v > hi:
-            raise ConfigError(key, value, f"must be ≤ {hi}" + (f" and ≥ {lo}" if lo is not None else ""))
-        choices = _allowed_choices(meta)
-        if choices and v not in choices:
-            raise ConfigError(key, value, f"must be one of {', '.join(map(str, choices))}")
+        _check_range(key, value, v, meta)
+        _check_choice(key, value, v, meta)
     return value
+
+
+def _of_type(key: str, value: Any, t: type, meta: Any) -> Any:
+    """`value` as the field's type `t`: an int where a float is due becomes one, a list's items are
+    checked and coerced; a bool is never taken for a number, nor a number for a bool."""
+    if t is float and isinstance(value, int) and not isinstance(value, bool):
+        value = _to_float(key, value, value, meta)
+    if isinstance(value, bool) != (t is bool) or not isinstance(value, t):
+        raise ConfigError(key, value, f"must be a list of {_plural_name(meta.get('item', float))}"
+                          if t is list else f"must be {_type_name(t)}")
+    return _check_items(key, cast(list, value), meta) if t is list else value
+
+
+def _check_range(key: str, value: Any, v: Any, meta: Any) -> None:
+    """`v` (the value, or one item of it) is within the field's min and max, if it has them; the
+    message shows the whole `value`."""
+    lo, hi = meta.get("min"), meta.get("max")
+    if lo is not None and _below_min(v, lo, meta.get("min_exclusive")):
+        op = ">" if meta.get("min_exclusive") else "≥"
+        raise ConfigError(key, value, f"must be {op} {lo}" + (f" and ≤ {hi}" if hi is not None else ""))
+    if hi is not None and v > hi:
+        raise ConfigError(key, value, f"must be ≤ {hi}" + (f" and ≥ {lo}" if lo is not None else ""))
+
+
+def _below_min(v: Any, lo: Any, exclusive: bool | None) -> bool:
+    return v < lo or bool(exclusive and v == lo)
+
+
+def _check_choice(key: str, value: Any, v: Any, meta: Any) -> None:
+    """`v` is one of the field's choices, if it has them."""
+    choices = _allowed_choices(meta)
+    if choices and v not in choices:
+        raise ConfigError(key, value, f"must be one of {', '.join(map(str, choices))}")
 
 
 def _check_relations(cfg: Config) -> None:
@@ -441,28 +493,42 @@ def validate(cfg: Config) -> Config:
 
 def get_value(cfg: Config, key: str) -> Any:
     field_meta(key)
-    section, _, name = key.partition(".")
+    section, _, name = current_key(key).partition(".")
     return getattr(getattr(cfg, section), name)
 
 
 def _legacy(key: str, value: Any) -> tuple[str, Any]:
-    """Runs stored before env.strategy existed say env.adapt = true|false; they still load and resume."""
+    """Where an assignment of an earlier version lands now: runs stored before env.strategy existed
+    say env.adapt = true|false; a moved key (MOVED_KEYS) sets the field where it lives now."""
     if key == "env.adapt":
         if not isinstance(value, bool):
             raise ConfigError(key, value, "must be true or false (the older form of env.strategy)")
         return "env.strategy", "rlanything" if value else "fixed"
-    return key, value
+    return current_key(key), value
 
 
 def set_value(cfg: Config, key: str, value: Any) -> None:
-    key, value = _legacy(key, value)
-    f = field_meta(key, value)
-    section, _, name = key.partition(".")
-    setattr(getattr(cfg, section), name, _check_value(key, value, f))
+    target, value = _legacy(key, value)
+    f = field_meta(target, value)
+    try:
+        checked = _check_value(target, value, f)
+    except ConfigError as e:
+        if target == key:
+            raise
+        raise ConfigError(key, value, f"{e.allowed} ({key} is now {target})") from None
+    section, _, name = target.partition(".")
+    setattr(getattr(cfg, section), name, checked)
+
+
+# The judge's own PPO settings. Until it had them the judge trained with the policy's, so every
+# configuration written before (stored runs, saved files, presets) gives them under policy only.
+JUDGE_PPO = ("ppo_epochs", "minibatch_size", "clip_eps", "kl_beta")
 
 
 def merge(cfg: Config, data: dict, where: str = "") -> Config:
-    """Apply a nested dict (from TOML) onto cfg; unknown sections and keys are errors."""
+    """Apply a nested dict (from TOML) onto cfg; unknown sections and keys are errors. A setting of
+    JUDGE_PPO that the dict gives the policy and not the judge is the judge's too, as it was when the
+    dict was written (this version always writes both)."""
     for section, values in data.items():
         if section not in SECTIONS:
             raise ConfigError(f"{where}{section}", values, f"unknown section; sections are {', '.join(SECTIONS)}")
@@ -470,6 +536,10 @@ def merge(cfg: Config, data: dict, where: str = "") -> Config:
             raise ConfigError(f"{where}{section}", values, "must be a table of keys")
         for name, value in values.items():
             set_value(cfg, f"{section}.{name}", value)
+    judge_gives = data.get("judge", {})
+    for name in JUDGE_PPO:
+        if name in data.get("policy", {}) and name not in judge_gives:
+            setattr(cfg.judge, name, getattr(cfg.policy, name))
     return cfg
 
 

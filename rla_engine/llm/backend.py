@@ -56,7 +56,7 @@ def adamw(model, lr: float) -> torch.optim.AdamW:
 
 def ppo_settings(epochs: int, minibatch_size: int, clip_eps: float, kl_beta: float,
                  micro_batch_size: int) -> PPOSettings:
-    """The PPO of both trained roles: micro-batched, and log π_old from the first minibatch's own
+    """The PPO of a trained role: micro-batched, and log π_old from the first minibatch's own
     forward (a forward pass of a language model is what an update costs)."""
     return PPOSettings(epochs, minibatch_size, clip_eps, kl_beta, micro_batch_size=micro_batch_size,
                        reuse_first_pass=True)
@@ -65,14 +65,14 @@ def ppo_settings(epochs: int, minibatch_size: int, clip_eps: float, kl_beta: flo
 class LLMBackend(Backend):
     def __init__(self, cfg: Config, family, device: torch.device, gen: torch.Generator, learners: bool = True):
         self.cfg, self.family, self.gen = cfg, family, gen
-        p, j, e = cfg.policy, cfg.judge, cfg.env
+        p, j, e, lm = cfg.policy, cfg.judge, cfg.env, cfg.lm
         self.policy, self.tok = _load("policy.model_path", p.model_path, _device(p.device, device), p.dtype,
                                       learners)
         self.judge_lm, self.judge_tok = _load("judge.model_path", j.model_path or p.model_path,
                                               _device(j.device, device), j.dtype, learners)
-        if p.lora_rank:
-            self.policy = apply_lora(self.policy, p.lora_rank, p.lora_alpha, 0.0)
-            self.judge_lm = apply_lora(self.judge_lm, p.lora_rank, p.lora_alpha, 0.0)
+        if lm.lora_rank:
+            self.policy = apply_lora(self.policy, lm.lora_rank, lm.lora_alpha, 0.0)
+            self.judge_lm = apply_lora(self.judge_lm, lm.lora_rank, lm.lora_alpha, 0.0)
         self.env_lm = self.env_tok = None
         if e.strategy == "rlanything" and e.proposer == "procedural" and not family.has_procedural_model():
             raise InputError(f"invalid config: env.proposer = 'procedural': {family.name} has no procedural "
@@ -83,8 +83,9 @@ class LLMBackend(Backend):
         if learners:     # a worker's replica acts and never learns
             self.policy_opt = adamw(self.policy, p.lr)
             self.judge_opt = adamw(self.judge_lm, j.lr)
-        self.ppo = ppo_settings(p.ppo_epochs, p.minibatch_size, p.clip_eps, p.kl_beta, p.micro_batch_size)
-        batch = p.generation_batch_size
+        self.policy_ppo = ppo_settings(p.ppo_epochs, p.minibatch_size, p.clip_eps, p.kl_beta, lm.micro_batch_size)
+        self.judge_ppo = ppo_settings(j.ppo_epochs, j.minibatch_size, j.clip_eps, j.kl_beta, lm.micro_batch_size)
+        batch = lm.generation_batch_size
         self.policy_how = Sampling(p.max_new_tokens, cfg.rollout.temperature, p.top_p,
                                    stop_at_newline=not family.lines_are_steps, batch_size=batch)
         self.judge_how = Sampling(j.max_new_tokens, j.temperature, j.top_p, batch_size=batch)
@@ -115,20 +116,20 @@ class LLMBackend(Backend):
                       visited: torch.Tensor | None) -> PPOStats:
         assert isinstance(ep, TextEpisodes)
         chosen = [ep.steps[b][t] for b, t in steps.nonzero().tolist()]
-        return self._ppo(self.policy, self.policy_opt, [s.context for s in chosen], [s.tokens for s in chosen],
-                         advantages, self.cfg.rollout.temperature, "policy")
+        return self._ppo(self.policy, self.policy_opt, self.policy_ppo, [s.context for s in chosen],
+                         [s.tokens for s in chosen], advantages, self.cfg.rollout.temperature, "policy")
 
     def update_judge(self, ep: Episodes, judgement: Judgement, index: tuple[torch.Tensor, ...],
                      advantages: torch.Tensor) -> PPOStats:
         assert isinstance(judgement, TextJudgement)
         b, t, j = (x.tolist() for x in index)
         flat = [judgement.flat(bb, tt) for bb, tt in zip(b, t)]
-        return self._ppo(self.judge_lm, self.judge_opt, [judgement.prompts[k] for k in flat],
+        return self._ppo(self.judge_lm, self.judge_opt, self.judge_ppo, [judgement.prompts[k] for k in flat],
                          [judgement.outputs[k][jj] for k, jj in zip(flat, j)], advantages,
                          self.cfg.judge.temperature, "judge")
 
-    def _ppo(self, model, opt, contexts: list[list[int]], targets: list[list[int]], advantages: torch.Tensor,
-             temperature: float, name: str) -> PPOStats:
+    def _ppo(self, model, opt, settings: PPOSettings, contexts: list[list[int]], targets: list[list[int]],
+             advantages: torch.Tensor, temperature: float, name: str) -> PPOStats:
         if not targets:
             return PPOStats()
         width = max(1, max(len(t) for t in targets))
@@ -140,7 +141,7 @@ class LLMBackend(Backend):
             return token_scores(model, [contexts[i] for i in rows], [targets[i] for i in rows], temperature, width)
 
         model.train()
-        stats = ppo_update(model, opt, log_prob, adv, self.ppo, self.gen, name)
+        stats = ppo_update(model, opt, log_prob, adv, settings, self.gen, name)
         model.eval()
         return stats
 

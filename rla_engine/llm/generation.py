@@ -30,7 +30,7 @@ class Sampling:
     top_p: float = 1.0
     greedy: bool = False
     stop_at_newline: bool = False      # one line per answer (a command), cut at the first newline
-    batch_size: int = 64               # sequences per generate call
+    batch_size: int = 64               # sequences per generate call (lm.generation_batch_size)
 
 
 def chat_ids(tokenizer, messages: list[dict]) -> list[int]:

@@ -48,9 +48,9 @@ class EmbeddedBackend(Backend):
         if learners:     # a worker's replica acts and never learns (and an optimiser costs seconds of imports)
             self.policy_opt = torch.optim.AdamW(self.policy.parameters(), lr=cfg.policy.lr)
             self.judge_opt = torch.optim.AdamW(self.judge_net.parameters(), lr=cfg.judge.lr)
-        p = cfg.policy
-        self.ppo = PPOSettings(p.ppo_epochs, p.minibatch_size, p.clip_eps, p.kl_beta, p.entropy_coef)
-        self.judge_ppo = PPOSettings(p.ppo_epochs, p.minibatch_size, p.clip_eps, p.kl_beta)
+        p, j = cfg.policy, cfg.judge
+        self.policy_ppo = PPOSettings(p.ppo_epochs, p.minibatch_size, p.clip_eps, p.kl_beta, p.entropy_coef)
+        self.judge_ppo = PPOSettings(j.ppo_epochs, j.minibatch_size, j.clip_eps, j.kl_beta)
 
     # -- roll-outs -------------------------------------------------------------------------
     def collect(self, tasks: list[Task], rollouts: int, *, greedy: bool = False) -> Rollout:
@@ -104,7 +104,7 @@ class EmbeddedBackend(Backend):
         temp = self.cfg.rollout.temperature
         seen = ep.obs[:, :-1][visited] if visited is not None else None
         return ppo_update(self.policy, self.policy_opt, lambda i: action_scores(self.policy, obs[i], actions[i], temp),
-                          advantages, self.ppo, self.gen, "policy",
+                          advantages, self.policy_ppo, self.gen, "policy",
                           entropy=None if seen is None else lambda: self.policy.entropy(seen, temp))
 
     def update_judge(self, ep: Episodes, judgement: Judgement, index: tuple[torch.Tensor, ...],

@@ -189,7 +189,7 @@ def test_a_language_models_update_measures_from_its_own_forwards(model_cache, mo
     model.register_forward_hook(lambda *_: calls.append(1))
     stats = backend.update_policy(ep, ep.mask, torch.randn(len(chosen)), None)
     assert stats.samples == len(chosen)
-    assert len(calls) == math.ceil(len(chosen) / tr.cfg.policy.micro_batch_size)
+    assert len(calls) == math.ceil(len(chosen) / tr.cfg.lm.micro_batch_size)
     assert stats.clip_fraction == 0.0 and stats.kl == 0.0
     assert stats.entropy == pytest.approx(expected, rel=1e-4)
     assert stats.grad_norm > 0

@@ -10,6 +10,7 @@ import torch
 
 from rla_engine import checkpoint, metrics
 from rla_engine.config import build
+from rla_engine.llm import backend as llm_backend
 from rla_engine.llm import env_model
 from rla_engine.llm.generation import Sampling, chat_ids, token_logprobs
 from rla_engine.loop.backend import VariantRequest
@@ -103,9 +104,23 @@ def test_a_resumed_run_continues_with_the_same_metrics(tmp_path):
 
 def test_the_checkpoint_holds_only_adapters_with_lora(tmp_path):
     pytest.importorskip("peft")
-    tr = Trainer(llm_tiny("policy.lora_rank=4"), torch.device("cpu"))
+    tr = Trainer(llm_tiny("lm.lora_rank=4"), torch.device("cpu"))
     state = tr.backend.state_dict()
     assert state["policy"] and all("lora" in k for k in state["policy"])
+
+
+def test_each_role_reads_its_own_settings_and_the_shared_lm_ones(monkeypatch):
+    lora = []
+    monkeypatch.setattr(llm_backend, "apply_lora", lambda model, rank, alpha, dropout: lora.append((rank, alpha))
+                        or model)
+    tr = Trainer(llm_tiny("lm.lora_rank=4", "lm.lora_alpha=8", "lm.micro_batch_size=3", "lm.generation_batch_size=5",
+                          "judge.ppo_epochs=3", "judge.minibatch_size=7", "judge.clip_eps=0.1", "judge.kl_beta=0.5"),
+                 torch.device("cpu"))
+    b = tr.backend
+    assert lora == [(4, 8.0), (4, 8.0)]          # policy and judge
+    assert [(s.epochs, s.minibatch_size, s.clip_eps, s.kl_beta, s.micro_batch_size)
+            for s in (b.policy_ppo, b.judge_ppo)] == [(1, 16, 0.2, 0.01, 3), (3, 7, 0.1, 0.5, 3)]
+    assert b.policy_how.batch_size == b.judge_how.batch_size == b.env_how.batch_size == 5
 
 
 def test_invalid_variants_are_rejected_counted_and_logged():
@@ -159,7 +174,7 @@ def test_copies_of_a_prompt_share_its_prefix_and_answer_as_the_prompt_repeated(l
     if lora:
         pytest.importorskip("peft")
     from rla_engine.llm.generation import sample
-    tr = Trainer(llm_tiny(f"policy.lora_rank={lora}"), torch.device("cpu"))
+    tr = Trainer(llm_tiny(f"lm.lora_rank={lora}"), torch.device("cpu"))
     model, tok = tr.backend.judge_lm, tr.backend.judge_tok
     prompts = [chat_ids(tok, [{"role": "user", "content": text}])
                for text in ("value = 3", "a much longer prompt about apples, pears and the number 12", "x")]

@@ -161,6 +161,23 @@ def test_policy_and_judge_train_only_on_groups_inside_their_bands(monkeypatch):
     assert sum(counts["policy"]) > 0 and sum(counts["judge"]) > 0
 
 
+def test_each_role_updates_with_its_own_ppo_settings(monkeypatch):
+    used = {}
+    real = embedded_mod.ppo_update
+
+    def spy(net, opt, logp, adv, settings, gen, name, **kw):
+        used[name] = settings
+        return real(net, opt, logp, adv, settings, gen, name, **kw)
+
+    monkeypatch.setattr(embedded_mod, "ppo_update", spy)
+    tr = Trainer(tiny("policy.ppo_epochs=3", "policy.minibatch_size=64", "policy.clip_eps=0.3", "policy.kl_beta=0.5",
+                      "judge.ppo_epochs=1", "judge.minibatch_size=32", "judge.clip_eps=0.1", "judge.kl_beta=0.0"),
+                 torch.device("cpu"))
+    tr.step()
+    assert [(s.epochs, s.minibatch_size, s.clip_eps, s.kl_beta) for s in (used["policy"], used["judge"])] == \
+           [(3, 64, 0.3, 0.5), (1, 32, 0.1, 0.0)]
+
+
 @pytest.mark.parametrize("family", family_names("tensor"))
 def test_entropy_bonus_reaches_states_of_groups_without_advantage(family):
     """policy.entropy_coef = 0 is the paper's loss: with both bands empty nothing trains the policy.

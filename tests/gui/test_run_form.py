@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import dataclasses
 import gc
+import json
 import os
 import subprocess
 import sys
 import textwrap
 import tomllib
+from pathlib import Path
 
 import pytest
 from PySide6.QtCore import Qt
@@ -208,6 +210,19 @@ def test_load_config_clones_a_past_run(panel):
     assert not panel.load_config({"policy": {"nonsense": 1}})
     assert "policy.nonsense" in panel.error_label.text()
     assert panel.form.config() == past
+
+
+def test_cloning_a_run_stored_before_the_lm_section_fills_the_settings_it_ran_with(panel):
+    """Its policy.* language-model settings land in lm.*, its policy's PPO settings in the judge's too."""
+    stored = json.loads((Path(__file__).resolve().parent.parent / "data" / "configs_before_lm" / "stored.json")
+                        .read_text(encoding="utf-8"))["llm-custom"]
+    assert panel.load_config(stored["config"], "llm-tiny")
+    editors, old_policy = panel.form.editors, stored["config"]["policy"]
+    for name in ("lora_rank", "lora_alpha", "micro_batch_size", "generation_batch_size"):
+        assert editors[f"lm.{name}"].value() == old_policy[name], name
+    for name in ("ppo_epochs", "minibatch_size", "clip_eps", "kl_beta"):
+        assert editors[f"judge.{name}"].value() == editors[f"policy.{name}"].value() == old_policy[name], name
+    assert panel.error_label.text() == ""
 
 
 # ----------------------------------------------------------------------------- import boundary
