@@ -123,8 +123,10 @@ class CommandRow(TypedDict):
     excerpt: Any                 # what its event keeps of a big payload
 
 
-class TaskRow(TypedDict):
-    run_id: str
+class TaskFields(TypedDict):
+    """A task row as the pool writes it (`TaskRecord.row`), the store adding its run_id: the one
+    definition of the tasks table. Its columns (TASK_COLUMNS), their SQL types (store/schema.py)
+    and the fields of a bundle's task rows are read from this class."""
     uid: int
     slot: int | None             # None (slot, version, difficulty) only in a damaged row
     version: int | None
@@ -139,7 +141,15 @@ class TaskRow(TypedDict):
     critic_json: str | None
     created_iteration: int
     decided_iteration: int | None
+
+
+class TaskRow(TaskFields):
+    run_id: str
     damaged: NotRequired[dict[str, str]]
+
+
+TASK_FIELDS: tuple[str, ...] = tuple(TaskFields.__annotations__)
+TASK_COLUMNS: tuple[str, ...] = ("run_id", *TASK_FIELDS)      # the table's, in its order
 
 
 # -- the payload of a `samples` event (language-model runs; the console's Samples panel) --------

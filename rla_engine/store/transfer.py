@@ -4,7 +4,8 @@ from __future__ import annotations
 import sqlite3
 from typing import Any
 
-from ..bundle import BUNDLE_FORMAT, TASK_COLUMNS, BundleError, bundle_rows
+from ..bundle import BUNDLE_FORMAT, BundleError, bundle_rows
+from ..vocabulary import TASK_COLUMNS, TASK_FIELDS
 from .base import StoreBase, _loads
 from .schema import StoreError
 
@@ -31,9 +32,8 @@ class TransferMixin(StoreBase):
             events = [{"id": i, "iteration": it, "t": t, "kind": k, "payload": _loads(p, "event payload")}
                       for i, it, t, k, p in conn.execute(
                           "SELECT id, iteration, t, kind, payload_json FROM events WHERE run_id = ? ORDER BY id", args)]
-            cols = TASK_COLUMNS[1:]
-            tasks = [dict(zip(cols, r)) for r in conn.execute(
-                f"SELECT {', '.join(cols)} FROM tasks WHERE run_id = ? ORDER BY uid", args)]
+            tasks = [dict(zip(TASK_FIELDS, r)) for r in conn.execute(
+                f"SELECT {', '.join(TASK_FIELDS)} FROM tasks WHERE run_id = ? ORDER BY uid", args)]
         return {"format": BUNDLE_FORMAT, "run": run, "iterations": iterations, "metrics": metrics,
                 "events": events, "tasks": tasks}
 

@@ -4,8 +4,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Iterable
 
-from ..bundle import TASK_COLUMNS
-from ..vocabulary import EventKind
+from ..vocabulary import TASK_COLUMNS, EventKind
 from .base import StoreBase, _finite, _now, dumps
 
 KEPT_ON_REWIND = (EventKind.FAILED.value,)    # a resume replays iterations, but a failure stays in the history

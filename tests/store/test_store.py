@@ -95,6 +95,19 @@ def test_new_database_gets_schema_through_named_migrations(tmp_db):
     assert metric_cols == ["run_id", "iteration", "key", "value", "t"]
 
 
+def test_the_task_row_has_one_definition(tmp_db):
+    """vocabulary.TaskFields: the table's columns, a bundle's task fields (checked in the table's
+    order: the store inserts them by position) and the store's reading rules are its."""
+    from rla_engine import bundle, bundle_check
+    from rla_engine.store.reads import TASK_COLUMN_KINDS
+    from rla_engine.vocabulary import TASK_COLUMNS, TASK_FIELDS
+    open_store(tmp_db).close()
+    with raw(tmp_db) as c:
+        assert tuple(r[1] for r in c.execute("PRAGMA table_info(tasks)")) == TASK_COLUMNS == ("run_id", *TASK_FIELDS)
+    assert tuple(bundle.TASK_RULES) == TASK_FIELDS and set(bundle_check.TASK) == set(TASK_FIELDS)
+    assert set(TASK_COLUMN_KINDS) == set(TASK_FIELDS)
+
+
 def test_new_database_is_in_wal_mode(tmp_db):
     open_store(tmp_db).close()
     with raw(tmp_db) as c:   # journal_mode=wal is persistent: a fresh connection sees it
