@@ -5,7 +5,7 @@ import json
 from typing import Any
 
 from ..vocabulary import CommandRow
-from .base import EVENT_EXCERPT_CHARS, StoreBase, _now, dumps
+from .base import EVENT_EXCERPT_CHARS, StoreBase, _now, dumps, insert_events
 
 COMMAND_MAX_BYTES = 65_536      # a command payload is a few numbers; more is not a command
 
@@ -73,8 +73,7 @@ class CommandsMixin(StoreBase):
         with self._write() as conn:
             conn.execute("UPDATE commands SET applied_at = ?, result = ? WHERE id = ?", [_now(), result, command_id])
             if event is not None:
-                conn.execute("INSERT INTO events (run_id, iteration, t, kind, payload_json) VALUES (?, ?, ?, ?, ?)",
-                             [run_id, iteration, _now(), event[0], dumps(event[1])])
+                insert_events(conn, [(run_id, iteration, _now(), event[0], dumps(event[1]))])
 
     def command(self, command_id: int) -> dict | None:
         rows = list(self.db.query("SELECT * FROM commands WHERE id = ?", [command_id]))
