@@ -184,33 +184,11 @@ class EngineClient:
 
     # -- commands --------------------------------------------------------------------------
     async def command(self, run_id: str, kind: str, payload: dict | None = None) -> int:
+        """Send a CommandKind to the run's engine; its outcome comes back as an event (`watch`)."""
         return await self._db(Store.add_command, run_id, kind, payload or {})
-
-    async def pause(self, run_id: str) -> int:
-        return await self.command(run_id, CommandKind.PAUSE)
-
-    async def resume(self, run_id: str) -> int:
-        return await self.command(run_id, CommandKind.RESUME)
 
     async def stop(self, run_id: str) -> int:
         return await self.command(run_id, CommandKind.STOP)
-
-    async def checkpoint(self, run_id: str) -> int:
-        return await self.command(run_id, CommandKind.CHECKPOINT)
-
-    async def set_difficulty(self, run_id: str, value: float | None) -> int:
-        """A number in [0, 1] overrides the pool's difficulty; None hands back to adaptation."""
-        return await self.command(run_id, CommandKind.SET_DIFFICULTY, {"value": value})
-
-    async def command_result(self, command_id: int, timeout: float = 30.0) -> str:
-        deadline = asyncio.get_running_loop().time() + timeout
-        while True:
-            cmd = await self._db(Store.command, command_id)
-            if cmd and cmd["applied_at"] is not None:
-                return cmd["result"]
-            if asyncio.get_running_loop().time() > deadline:
-                raise TimeoutError(f"command {command_id} not applied within {timeout} s")
-            await asyncio.sleep(POLL_S)
 
     # -- reading and editing the history ---------------------------------------------------
     async def list_runs(self, include_archived: bool = False) -> list[RunRow]:

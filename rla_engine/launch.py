@@ -17,7 +17,7 @@ from .config import Config, from_dict
 from .errors import ExecutorError, InputError
 from .output import say
 from .store import Store, open_store
-from .vocabulary import LIVE, EventKind
+from .vocabulary import LIVE, CommandOutcome, CommandResult, EventKind
 
 # The engine waits this long for another process's write lock before its commit fails the run:
 # long enough for any reader's write or a backup, bounded so that a hung writer is reported.
@@ -214,7 +214,8 @@ def resume_run(db_path: Path, run_id: str, *, iterations: int | None = None, dev
             target = k + iterations if iterations else cfg.run.iterations
             store.claim_run(run_id, str(trainer.device))
             # commands left for the dead engine (a pause, a stop) are not orders for this one
-            store.expire_commands(run_id, "rejected: the engine restarted before applying it")
+            store.expire_commands(run_id, CommandResult(CommandOutcome.REJECTED,
+                                                        "the engine restarted before applying it"))
             _record_resume_point(store, run_id, found, committed, out)
             store.write_tasks(run_id, trainer.task_rows(live=True))
             store.add_event(run_id, k, EventKind.RESUMED_FROM_CHECKPOINT,

@@ -8,7 +8,7 @@ The kinds are StrEnums, so a member is the very string stored in SQLite and writ
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Any, NotRequired, TypedDict
+from typing import Any, NamedTuple, NotRequired, TypedDict
 
 
 class Status(StrEnum):
@@ -32,6 +32,35 @@ class CommandKind(StrEnum):
     STOP = "stop"
     CHECKPOINT = "checkpoint"
     SET_DIFFICULTY = "set_difficulty"
+
+
+class CommandOutcome(StrEnum):
+    """What the engine did with a command."""
+    APPLIED = "applied"
+    IGNORED = "ignored"          # nothing to do (a pause while paused)
+    REJECTED = "rejected"        # refused: malformed, out of range, or the engine could not carry it out
+
+
+class CommandResult(NamedTuple):
+    """A command's outcome and what the engine adds to it: the checkpoint it saved, why it refused it.
+    The commands table keeps the two apart; a command's event keeps them as one text, `str()`'s."""
+    outcome: CommandOutcome
+    detail: str | None = None
+
+    def __str__(self) -> str:
+        """`applied`, `applied: <checkpoint name>`, `rejected: <why>`: as the event log shows it."""
+        return str(self.outcome) if self.detail is None else f"{self.outcome}: {self.detail}"
+
+    @classmethod
+    def parse(cls, text: Any) -> CommandResult | None:
+        """`str()`'s text read back (a command's event, or a commands row written before the
+        table had an outcome column); None where it is no command result."""
+        head, colon, detail = str(text).partition(": ")
+        try:
+            outcome = CommandOutcome(head)
+        except ValueError:
+            return None
+        return cls(outcome, detail if colon else None)
 
 
 class EventKind(StrEnum):

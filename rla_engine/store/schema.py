@@ -175,9 +175,17 @@ def _m004_database_id(db: sqlite_utils.Database) -> None:
     db.execute("INSERT INTO _database (id) VALUES (?)", [secrets.token_hex(16)])
 
 
+def _m005_command_outcome(db: sqlite_utils.Database) -> None:
+    """A command's outcome (vocabulary.CommandOutcome) and its detail apart, where `result` held
+    both as one text; rows written before keep only `result`, which the store reads back."""
+    db.execute("ALTER TABLE commands ADD COLUMN outcome TEXT")
+    db.execute("ALTER TABLE commands ADD COLUMN detail TEXT")
+
+
 MIGRATIONS: list[tuple[str, Any]] = [("001_schema", _m001_schema), ("002_runs_fts", _m002_runs_fts),
                                      ("003_process_start", _m003_process_start),
-                                     ("004_database_id", _m004_database_id)]
+                                     ("004_database_id", _m004_database_id),
+                                     ("005_command_outcome", _m005_command_outcome)]
 SCHEMA_VERSION = len(MIGRATIONS)   # what this program writes; `migrate` reads MIGRATIONS itself
 
 
