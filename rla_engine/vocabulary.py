@@ -91,12 +91,14 @@ class EventKind(StrEnum):
 
 
 class TaskStatus(StrEnum):
-    """A task row's life: a variant waits as pending, then is active in its slot or rejected; an
-    active task is retired when the variant that replaces it is accepted."""
+    """A task row's life: a variant waits as pending, then is active in its slot, rejected, or
+    dropped by an override; an active task is retired when the variant that replaces it is accepted
+    (or an override or refresh gives its slot a fresh task)."""
     PENDING = "pending"
     ACTIVE = "active"
     RETIRED = "retired"
     REJECTED = "rejected"
+    DROPPED = "dropped"          # a pending candidate that a difficulty override discarded
 
 
 VARIANT_KINDS: tuple[str, ...] = (EventKind.VARIANT_ACCEPTED, EventKind.VARIANT_REJECTED)

@@ -162,7 +162,7 @@ class TaskPool:
         if d is None:
             return
         for cand in self.pending.values():
-            cand.status, cand.decided_iteration = "dropped", iteration
+            cand.status, cand.decided_iteration = TaskStatus.DROPPED.value, iteration
             self._dirty[cand.uid] = cand
         self.pending.clear()
         for slot in range(len(self.active)):
