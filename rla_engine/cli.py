@@ -17,10 +17,10 @@ from .ablation.arms import ARMS, DIAGNOSTIC_ARMS
 from .alerts import describe, open_alerts
 from .config import ConfigError, build, preset_description, preset_names
 from .errors import ExecutorError, InputError
-from .export import DATA_FORMATS, FORMATS
+from .export import FORMATS
 from .export.bundles import read_bundles
-from .export.command import PROG, run_export, terminate_as_interrupt
-from .export.renderer import MISSING, renderer_command, report_args
+from .export.command import PROG, RendererMissing, render_command, run_export, terminate_as_interrupt
+from .export.renderer import renderer_command
 from .launch import resume_run, start_run
 from .output import say
 from .ablation.arms import check_group
@@ -299,16 +299,16 @@ def cmd_export(a) -> int:
     """CSV, Parquet and JSON are written here; HTML and PDF by the registered renderer in a
     subprocess (it imports Qt, which this process never does), whose exit code (0 / 2 / 1) is ours."""
     db = Path(a.db).expanduser() if a.db else default_db_path()
-    if a.format in DATA_FORMATS:
+    try:
+        renderer = render_command(db, a.run_ids, a.format, a.out, a.force, [keys.split(",") for keys in a.chart])
+    except RendererMissing as e:
+        print(f"rla: {e}", file=sys.stderr)
+        return 1
+    if renderer is None:
         code, line = run_export(db, a.run_ids, a.format, a.out, force=a.force)
         print(line, file=sys.stdout if code == 0 else sys.stderr)
         return code
-    renderer = renderer_command()
-    if renderer is None:
-        print(f"rla: {MISSING}", file=sys.stderr)
-        return 1
-    charts = [keys.split(",") for keys in a.chart]
-    proc = subprocess.Popen([*renderer, *report_args(db, a.format, a.out, a.run_ids, a.force, charts)])
+    proc = subprocess.Popen(renderer)
     try:
         with terminate_as_interrupt():
             return proc.wait()

@@ -21,9 +21,7 @@ import numpy as np
 
 from .ablation.arms import run_id_of
 from .config import Config, validate
-from .export import DATA_FORMATS
-from .export.command import run_export
-from .export.renderer import MISSING, renderer_command, report_args
+from .export.command import RendererMissing, render_command, run_export
 from .paths import (UnsafeRunId, default_db_path, log_path, logs_dir, make_private_dir, open_private,
                     remove_run_files, run_config_path)
 from .store import Store, new_run_id, open_store
@@ -243,23 +241,24 @@ class EngineClient:
         console's added `charts` (each a list of metric keys). With `group_by` (a history column,
         e.g. "config:policy.lam") the report compares the runs' groups by that column, as mean
         curves with a band."""
-        if fmt in DATA_FORMATS:
+        try:
+            renderer = render_command(self.db_path, run_ids, fmt, out, force, charts or [], group_by, self.python)
+        except RendererMissing as e:
+            raise EngineError("export failed (exit 1)", str(e)) from None
+        if renderer is None:
             code, text = await asyncio.get_running_loop().run_in_executor(
                 self._export_pool, run_export, self.db_path, run_ids, fmt, out, force)
         else:
-            code, text = await self._render(run_ids, fmt, out, force, charts or [], group_by)
+            code, text = await self._render(renderer)
         if code != 0:
             raise EngineError(f"export failed (exit {code})", text)
         return text
 
-    async def _render(self, run_ids: list[str], fmt: str, out: Path, force: bool,
-                      charts: list[list[str]], group_by: str | None = None) -> tuple[int, str]:
-        renderer = renderer_command(self.python)
-        if renderer is None:
-            return 1, MISSING
+    @staticmethod
+    async def _render(command: list[str]) -> tuple[int, str]:
         proc = await asyncio.create_subprocess_exec(
-            *renderer, *report_args(self.db_path, fmt, out, run_ids, force, charts, group_by),
-            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT, stdin=asyncio.subprocess.DEVNULL)
+            *command, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
+            stdin=asyncio.subprocess.DEVNULL)
         output, _ = await proc.communicate()
         return proc.returncode or 0, output.decode(errors="replace").strip()
 
