@@ -22,6 +22,7 @@ from .export.bundles import read_bundles
 from .export.command import PROG, RendererMissing, render_command, run_export, terminate_as_interrupt
 from .export.renderer import renderer_command
 from .launch import resume_run, start_run
+from .names import config_label, default_group
 from .output import say
 from .ablation.arms import check_group
 from .paths import RunBusy, UnsafeRunId, check_run_id, default_db_path, lock_group, unlock_run
@@ -144,8 +145,8 @@ def cmd_ablate(a) -> int:
     seeds, arms = ablation_arms.parse_seeds(a.seeds), ablation_arms.parse_arms(a.arms)
     if a.jobs is not None and a.jobs < 1:
         raise InputError(f"--jobs {a.jobs}: must be ≥ 1")
-    label = a.preset or (Path(a.config).stem if a.config else base.task.family)
-    group = ablation_arms.check_group(a.group or f"ablate-{label}-{a.budget}")
+    label = config_label(a.preset, a.config, base.task.family)
+    group = ablation_arms.check_group(a.group or default_group(label, a.budget))
     planned = ablation_arms.plan(base, group, arms, seeds, a.budget)
     store = _open(a.db)
     out = Path(a.out) if a.out else Path(f"{group}.md")

@@ -10,7 +10,6 @@ import asyncio
 import contextlib
 import os
 import sys
-import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,7 +20,9 @@ import numpy as np
 
 from .ablation.arms import run_id_of
 from .config import Config, validate
+from .commandline import resume_command, rla, run_command
 from .export.command import RendererMissing, render_command, run_export
+from .names import config_label, default_group, default_run_name
 from .paths import (UnsafeRunId, default_db_path, log_path, logs_dir, make_private_dir, open_private,
                     remove_run_files, run_config_path)
 from .store import Store, new_run_id, open_store
@@ -83,7 +84,8 @@ class EngineClient:
         self._export_pool.shutdown(wait=False)
 
     # -- launching -------------------------------------------------------------------------
-    async def _spawn(self, run_id: str, args: list[str]) -> asyncio.subprocess.Process:
+    async def _spawn(self, run_id: str, command: list[str]) -> asyncio.subprocess.Process:
+        """Start an engine process (commandline.py) whose output goes to the log of `run_id`."""
         try:
             make_private_dir(logs_dir(self.db_path))
             log = open_private(log_path(self.db_path, run_id), "ab")
@@ -93,8 +95,7 @@ class EngineClient:
         try:
             # Own session: the engine outlives a console that is closed with "let it run on".
             proc = await asyncio.create_subprocess_exec(
-                self.python, "-m", "rla_engine.cli", *args, "--db", str(self.db_path),
-                stdin=asyncio.subprocess.DEVNULL, stdout=log, stderr=asyncio.subprocess.STDOUT,
+                *command, stdin=asyncio.subprocess.DEVNULL, stdout=log, stderr=asyncio.subprocess.STDOUT,
                 start_new_session=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})
         finally:
             log.close()
@@ -139,13 +140,9 @@ class EngineClient:
         validate(cfg)
         run_id = new_run_id()
         path = self._write_config(run_id, cfg, "run")
-        name = name or f"{preset or cfg.task.family} {time.strftime('%Y-%m-%d %H:%M')}"
-        args = ["run", "--config", str(path), "--run-id", run_id, "--name", name]
-        if preset:
-            args += ["--preset", preset]
-        if group:
-            args += ["--group", group]
-        proc = await self._spawn(run_id, args)
+        name = name or default_run_name(config_label(preset, None, cfg.task.family))
+        proc = await self._spawn(run_id, run_command(self.python, self.db_path, config=path, run_id=run_id,
+                                                     name=name, preset=preset, group=group))
         await self._await_row(run_id, proc)
         return run_id
 
@@ -154,12 +151,12 @@ class EngineClient:
         """Spawn `rla ablate` over `cfg`; once its first run exists return (group, first run id).
         The group is new each time (a timestamp), so a console ablation never meets an old one."""
         validate(cfg)
-        group = f"ablate-{preset or cfg.task.family}-{time.strftime('%Y%m%d-%H%M%S')}"
+        group = default_group(config_label(preset, None, cfg.task.family))
         path = self._write_config(group, cfg, "ablation")
         args = ["ablate", *(["--preset", preset] if preset else []), "--config", str(path),
                 "--seeds", ",".join(map(str, seeds)), "--budget", str(budget), "--arms", ",".join(arms),
                 "--group", group, "--jobs", str(jobs), "--out", str(logs_dir(self.db_path) / f"{group}.md")]
-        proc = await self._spawn(group, args)
+        proc = await self._spawn(group, rla(self.python, self.db_path, *args))
         first = run_id_of(group, arms[0], seeds[0])
         deadline = asyncio.get_running_loop().time() + START_TIMEOUT_S
         while await self._db(Store.get_run, first) is None:
@@ -176,8 +173,7 @@ class EngineClient:
 
     async def resume_run(self, run_id: str, iterations: int | None = None) -> None:
         """Continue a stopped, crashed or failed run from its last checkpoint (`rla resume`)."""
-        args = ["resume", run_id] + (["--iterations", str(iterations)] if iterations else [])
-        proc = await self._spawn(run_id, args)
+        proc = await self._spawn(run_id, resume_command(self.python, self.db_path, run_id, iterations))
         await self._await_row(run_id, proc)
 
     # -- commands --------------------------------------------------------------------------

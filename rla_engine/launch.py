@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import contextlib
 import os
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, NamedTuple
 
 from .config import Config, from_dict
 from .errors import ExecutorError, InputError
+from .names import config_label, default_run_name
 from .output import say
 from .store import Store, open_store
 from .vocabulary import LIVE, CommandOutcome, CommandResult, EventKind
@@ -120,8 +120,7 @@ def start_run(db_path: Path, run_id: str, cfg: Config, *, name: str | None = Non
     Everything that can be refused is checked before a file is created: the name, the models,
     the device, an id already taken in an existing database."""
     from . import checkpoint
-    label = preset or (Path(config_file).stem if config_file else cfg.task.family)
-    name = check_text("--name", name or f"{label} {time.strftime('%Y-%m-%d %H:%M')}")
+    name = check_text("--name", name or default_run_name(config_label(preset, config_file, cfg.task.family)))
     check_models(cfg)
     check_executor(cfg)
     if _exists(db_path):
