@@ -309,11 +309,12 @@ class EngineClient:
             if metrics or events or rewound or run["status"] != last_status:
                 last_status = run["status"]
                 yield Update(run, metrics, events, rewound)
-            if run["status"] in FINAL and run_id not in self._live_processes():
+            if run["status"] in FINAL and run_id not in self.live_processes():
                 return
             await asyncio.sleep(interval)
 
-    def _live_processes(self) -> set[str]:
+    def live_processes(self) -> set[str]:
+        """The runs (or ablation groups) whose engine process this client started and that has not exited."""
         return {rid for rid, p in self.processes.items() if p.returncode is None}
 
     async def wait(self, run_id: str, poll: float = 0.2) -> str:
