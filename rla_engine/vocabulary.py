@@ -1,6 +1,7 @@
 """The words the engine, the store, the CLI and the console share: run statuses, event kinds,
-command kinds, and the shapes of the rows they pass around. Metric keys live beside this, in
-`metrics.py`. Torch-free and Qt-free: every layer may import it.
+command kinds and outcomes, task statuses, and the shapes of the rows they pass around (the
+tasks table's among them). Metric keys live beside this, in `metrics.py`. Torch-free and
+Qt-free: every layer may import it; code elsewhere names these members, never their strings.
 
 The kinds are StrEnums, so a member is the very string stored in SQLite and written to JSON
 (`EventKind.EPISODE == "episode"`); rows read back from the database carry plain strings.
