@@ -30,6 +30,7 @@ from rla_engine import checkpoint
 from rla_engine import metrics
 from rla_engine.paths import checkpoints_dir
 from rla_engine.store import open_store
+from rla_engine.vocabulary import CommandOutcome
 from rla_gui.panel_spec import DRAWN_KEYS
 
 HISTORY_KEYS = sorted({k for k in DRAWN_KEYS if k != metrics.EVAL_SUCCESS}
@@ -101,13 +102,13 @@ def check_commands(conn, run_id: str, since: float, v: Verdict, flagged: set, no
     """Commands still pending after APPLY_WITHIN_S are violations; return (pending, expected status)."""
     conn.execute("BEGIN")
     try:
-        rows = conn.execute("SELECT id, kind, created_at, applied_at, result FROM commands WHERE run_id = ? "
+        rows = conn.execute("SELECT id, kind, created_at, applied_at, outcome FROM commands WHERE run_id = ? "
                             "AND created_at >= ? ORDER BY id", [run_id, since]).fetchall()
         status = conn.execute("SELECT status FROM runs WHERE id = ?", [run_id]).fetchone()[0]
     finally:
         conn.execute("ROLLBACK")
     pending = [r for r in rows if r[3] is None]
-    for cid, kind, created, applied, result in rows:
+    for cid, kind, created, applied, outcome in rows:
         if cid in flagged:
             continue
         if applied is None and now - created > APPLY_WITHIN_S:
@@ -116,9 +117,9 @@ def check_commands(conn, run_id: str, since: float, v: Verdict, flagged: set, no
                     f"command {cid} ({kind}) not applied after {now - created:.0f} s")
         elif applied is not None:
             flagged.add(cid)
-            v.check("soak: every command applied with a result", bool(result), f"command {cid} ({kind}): no result")
+            v.check("soak: every command applied with a result", bool(outcome), f"command {cid} ({kind}): no result")
     toggles = [r for r in rows if r[1] in ("pause", "resume", "stop") and r[3] is not None
-               and (r[4] or "").startswith("applied")]
+               and r[4] == CommandOutcome.APPLIED]
     expected = None
     if rows and not pending and now - max(r[3] for r in rows) > 1.0:
         expected = {"pause": "paused", "stop": "stopped"}.get(toggles[-1][1] if toggles else "", "running")
@@ -190,7 +191,7 @@ def main() -> int:
         row = run_row(conn, run_id)
         v.check("soak: status consistent with the applied commands", row.get("status") == "stopped",
                 f"after the stop command: status {row.get('status')}")
-        cmds = conn.execute("SELECT kind, result, applied_at - created_at FROM commands WHERE run_id = ? AND "
+        cmds = conn.execute("SELECT kind, outcome, applied_at - created_at FROM commands WHERE run_id = ? AND "
                             "created_at >= ?", [run_id, t0]).fetchall()
         last = conn.execute("SELECT max(iteration) FROM iterations WHERE run_id = ?", [run_id]).fetchone()[0]
         count = "SELECT count(*) FROM metrics WHERE run_id = ? AND key = ?"
@@ -237,8 +238,8 @@ def report(a, v: Verdict, rep: dict, run_id: str, cmds: list, last: int, engine_
     errors = rep.get("errors", ["no console report"])
     v.check("soak: the console shows no error", not errors, f"console: {errors[:3]}")
     kinds: dict[str, int] = {}
-    for kind, result, _ in cmds:
-        key = f"{kind}: {(result or 'NO RESULT').split(':')[0]}"
+    for kind, outcome, _ in cmds:
+        key = f"{kind}: {outcome or 'NO RESULT'}"
         kinds[key] = kinds.get(key, 0) + 1
     lat = [d * 1000 for _, _, d in cmds if d is not None]
     late = rep.get("lateness_after_load") or {}

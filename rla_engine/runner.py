@@ -26,7 +26,7 @@ from .output import say
 from .paths import PRIVATE_FILE, checkpoints_dir, claim
 from .store import EVENT_EXCERPT_CHARS, Store, open_store
 from .system_load import SystemSampler
-from .vocabulary import CommandKind, EventKind, Status
+from .vocabulary import CommandKind, CommandOutcome, CommandResult, EventKind, Status
 
 HEARTBEAT_S = 1.0
 PAUSE_POLL_S = 0.1
@@ -270,41 +270,41 @@ class Runner:
         an iteration was cut short, its state is half-done, and only a stop can be carried out."""
         for cmd in self.store.pending_commands(self.run_id):
             self.phase = f"command {cmd['id']} ({cmd['kind']})"
-            result = f"rejected: {cmd['problem']}" if cmd["problem"] else None
+            result = CommandResult(CommandOutcome.REJECTED, cmd["problem"]) if cmd["problem"] else None
             if result is None and stopping and cmd["kind"] != CommandKind.STOP:
-                result = "rejected: the run stopped in the middle of an iteration"
+                result = CommandResult(CommandOutcome.REJECTED, "the run stopped in the middle of an iteration")
             if result is None:
                 try:
                     result = self._apply(cmd["kind"], cmd["payload"])
                 except (ValueError, TypeError, OverflowError) as e:
-                    result = f"rejected: {e}"
+                    result = CommandResult(CommandOutcome.REJECTED, str(e))
             small = cmd["problem"] is None and len(cmd["excerpt"]) <= EVENT_EXCERPT_CHARS
             event = {"command": cmd["id"], "kind": cmd["kind"],
-                     "payload": cmd["payload"] if small else cmd["excerpt"], "result": result}
-            kind = EventKind.COMMAND_REJECTED if result.startswith("rejected") else cmd["kind"]
+                     "payload": cmd["payload"] if small else cmd["excerpt"], "result": str(result)}
+            kind = EventKind.COMMAND_REJECTED if result.outcome == CommandOutcome.REJECTED else cmd["kind"]
             self.store.finish_command(cmd["id"], result, self.run_id, self.committed, (kind, event))
 
-    def _apply(self, kind: str, payload) -> str:
+    def _apply(self, kind: str, payload) -> CommandResult:
         if not isinstance(payload, dict):
             raise ValueError("payload is not a JSON object")
         if kind == CommandKind.PAUSE:
             if self.paused:
-                return "ignored: already paused"
+                return CommandResult(CommandOutcome.IGNORED, "already paused")
             self.paused = True
             self._checkpoint()
             self.store.set_status(self.run_id, Status.PAUSED)
-            return "applied"
+            return CommandResult(CommandOutcome.APPLIED)
         if kind == CommandKind.RESUME:
             if not self.paused:
-                return "ignored: not paused"
+                return CommandResult(CommandOutcome.IGNORED, "not paused")
             self.paused = False
             self.store.set_status(self.run_id, Status.RUNNING)
-            return "applied"
+            return CommandResult(CommandOutcome.APPLIED)
         if kind == CommandKind.STOP:
             self.stop_reason = "stop command"
-            return "applied"
+            return CommandResult(CommandOutcome.APPLIED)
         if kind == CommandKind.CHECKPOINT:
-            return f"applied: {self._checkpoint().name}"
+            return CommandResult(CommandOutcome.APPLIED, self._checkpoint().name)
         if kind == CommandKind.SET_DIFFICULTY:
             if "value" not in payload:
                 raise ValueError('set_difficulty needs {"value": d} with 0 ≤ d ≤ 1, or {"value": null}')
@@ -315,7 +315,8 @@ class Runner:
             rows = self.trainer.set_override(None if d is None else float(d))
             self.store.write_tasks(self.run_id, rows)
             self._checkpoint()   # the override belongs to the state a resume starts from
-            return "applied: automatic adaptation" if d is None else f"applied: difficulty {float(d):g}"
+            return CommandResult(CommandOutcome.APPLIED,
+                                 "automatic adaptation" if d is None else f"difficulty {float(d):g}")
         raise ValueError(f"unknown command {kind!r}; commands are {', '.join(CommandKind)}")
 
     # -- output ----------------------------------------------------------------------------

@@ -1,6 +1,7 @@
 """The words the engine, the store, the CLI and the console share: run statuses, event kinds,
-command kinds, and the shapes of the rows they pass around. Metric keys live beside this, in
-`metrics.py`. Torch-free and Qt-free: every layer may import it.
+command kinds and outcomes, task statuses, and the shapes of the rows they pass around (the
+tasks table's among them). Metric keys live beside this, in `metrics.py`. Torch-free and
+Qt-free: every layer may import it; code elsewhere names these members, never their strings.
 
 The kinds are StrEnums, so a member is the very string stored in SQLite and written to JSON
 (`EventKind.EPISODE == "episode"`); rows read back from the database carry plain strings.
@@ -8,7 +9,7 @@ The kinds are StrEnums, so a member is the very string stored in SQLite and writ
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Any, NotRequired, TypedDict
+from typing import Any, NamedTuple, NotRequired, TypedDict
 
 
 class Status(StrEnum):
@@ -32,6 +33,35 @@ class CommandKind(StrEnum):
     STOP = "stop"
     CHECKPOINT = "checkpoint"
     SET_DIFFICULTY = "set_difficulty"
+
+
+class CommandOutcome(StrEnum):
+    """What the engine did with a command."""
+    APPLIED = "applied"
+    IGNORED = "ignored"          # nothing to do (a pause while paused)
+    REJECTED = "rejected"        # refused: malformed, out of range, or the engine could not carry it out
+
+
+class CommandResult(NamedTuple):
+    """A command's outcome and what the engine adds to it: the checkpoint it saved, why it refused it.
+    The commands table keeps the two apart; a command's event keeps them as one text, `str()`'s."""
+    outcome: CommandOutcome
+    detail: str | None = None
+
+    def __str__(self) -> str:
+        """`applied`, `applied: <checkpoint name>`, `rejected: <why>`: as the event log shows it."""
+        return str(self.outcome) if self.detail is None else f"{self.outcome}: {self.detail}"
+
+    @classmethod
+    def parse(cls, text: Any) -> CommandResult | None:
+        """`str()`'s text read back (a command's event, or a commands row written before the
+        table had an outcome column); None where it is no command result."""
+        head, colon, detail = str(text).partition(": ")
+        try:
+            outcome = CommandOutcome(head)
+        except ValueError:
+            return None
+        return cls(outcome, detail if colon else None)
 
 
 class EventKind(StrEnum):
@@ -62,12 +92,14 @@ class EventKind(StrEnum):
 
 
 class TaskStatus(StrEnum):
-    """A task row's life: a variant waits as pending, then is active in its slot or rejected; an
-    active task is retired when the variant that replaces it is accepted."""
+    """A task row's life: a variant waits as pending, then is active in its slot, rejected, or
+    dropped by an override; an active task is retired when the variant that replaces it is accepted
+    (or an override or refresh gives its slot a fresh task)."""
     PENDING = "pending"
     ACTIVE = "active"
     RETIRED = "retired"
     REJECTED = "rejected"
+    DROPPED = "dropped"          # a pending candidate that a difficulty override discarded
 
 
 VARIANT_KINDS: tuple[str, ...] = (EventKind.VARIANT_ACCEPTED, EventKind.VARIANT_REJECTED)
@@ -123,8 +155,10 @@ class CommandRow(TypedDict):
     excerpt: Any                 # what its event keeps of a big payload
 
 
-class TaskRow(TypedDict):
-    run_id: str
+class TaskFields(TypedDict):
+    """A task row as the pool writes it (`TaskRecord.row`), the store adding its run_id: the one
+    definition of the tasks table. Its columns (TASK_COLUMNS), their SQL types (store/schema.py)
+    and the fields of a bundle's task rows are read from this class."""
     uid: int
     slot: int | None             # None (slot, version, difficulty) only in a damaged row
     version: int | None
@@ -139,7 +173,15 @@ class TaskRow(TypedDict):
     critic_json: str | None
     created_iteration: int
     decided_iteration: int | None
+
+
+class TaskRow(TaskFields):
+    run_id: str
     damaged: NotRequired[dict[str, str]]
+
+
+TASK_FIELDS: tuple[str, ...] = tuple(TaskFields.__annotations__)
+TASK_COLUMNS: tuple[str, ...] = ("run_id", *TASK_FIELDS)      # the table's, in its order
 
 
 # -- the payload of a `samples` event (language-model runs; the console's Samples panel) --------

@@ -140,9 +140,6 @@ class RunSession(QtCore.QObject):
                 self._waiters.pop(run_id, None)
         self._waiters[run_id] = asyncio.ensure_future(waiter())
 
-    def live_children(self) -> list[str]:
-        return [rid for rid, p in self.client.processes.items() if p.returncode is None]
-
     async def shutdown(self) -> None:
         self.close_watch()
         await self._close(self.client, list(self._waiters.values()))

@@ -15,6 +15,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from ..commandline import resume_command, run_command
 from ..config import from_dict
 from ..errors import InputError
 from ..store import Store
@@ -47,14 +48,11 @@ def _todo(store: Store, run: PlannedRun, group: str) -> str:
 
 
 def _command(run: PlannedRun, action: str, db: Path, group: str, config_dir: Path, preset: str | None) -> list[str]:
-    rla = [sys.executable, "-m", "rla_engine.cli"]
     if action == "resume":
-        return [*rla, "resume", run.run_id, "--db", str(db)]
+        return resume_command(sys.executable, db, run.run_id)
     path = config_dir / f"{run.run_id}.toml"
     path.write_text(run.config.to_toml(), encoding="utf-8")
-    # the preset is named for the record only: the file holds the whole configuration
-    return [*rla, "run", *(["--preset", preset] if preset else []), "--config", str(path), "--run-id", run.run_id,
-            "--group", group, "--name", run.name, "--db", str(db)]
+    return run_command(sys.executable, db, config=path, run_id=run.run_id, name=run.name, preset=preset, group=group)
 
 
 def execute(store: Store, runs: list[PlannedRun], group: str, *, jobs: int, log_dir: Path,

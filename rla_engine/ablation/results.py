@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 from .. import metrics
 from ..store import Store
+from ..vocabulary import Status
 from .arms import DIAGNOSTIC_ARMS, PlannedRun
 
 LAST_EVALS = 3
@@ -72,7 +73,7 @@ def collect(store: Store, runs: list[PlannedRun]) -> list[ArmResult]:
         if row is None:
             res.unfinished.append(f"{r.run_id} (not started)")
             continue
-        if row["status"] != "completed":
+        if row["status"] != Status.COMPLETED:
             res.unfinished.append(f"{r.run_id} ({row['status']})")
         res.runs[r.seed] = run_values(store, r.run_id)
     return list(by_arm.values())

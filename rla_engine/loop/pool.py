@@ -12,7 +12,7 @@ import numpy as np
 
 from .. import rewards
 from ..tasks.base import Task
-from ..vocabulary import TaskStatus
+from ..vocabulary import TaskFields, TaskStatus
 
 
 @dataclass
@@ -33,12 +33,15 @@ class TaskRecord:
     last_drawn: int | None = None   # the iteration that last sampled the slot (PLR's staleness)
 
     def row(self) -> dict:
-        return {"uid": self.uid, "slot": self.slot, "version": self.version, "family": self.task.family,
-                "params_json": json.dumps(self.task.to_json()), "difficulty": self.difficulty,
-                "status": self.status, "last_acc": self.last_acc, "direction": self.direction,
-                "prev_acc": self.prev_acc, "new_acc": self.new_acc,
-                "critic_json": json.dumps(self.critic) if self.critic is not None else None,
-                "created_iteration": self.created_iteration, "decided_iteration": self.decided_iteration}
+        """The record as a task row: the shape of vocabulary.TaskFields, which the type checker holds it to."""
+        row: TaskFields = {
+            "uid": self.uid, "slot": self.slot, "version": self.version, "family": self.task.family,
+            "params_json": json.dumps(self.task.to_json()), "difficulty": self.difficulty,
+            "status": self.status, "last_acc": self.last_acc, "direction": self.direction,
+            "prev_acc": self.prev_acc, "new_acc": self.new_acc,
+            "critic_json": json.dumps(self.critic) if self.critic is not None else None,
+            "created_iteration": self.created_iteration, "decided_iteration": self.decided_iteration}
+        return dict(row)
 
     def to_state(self) -> dict:
         d = asdict(self)
@@ -159,7 +162,7 @@ class TaskPool:
         if d is None:
             return
         for cand in self.pending.values():
-            cand.status, cand.decided_iteration = "dropped", iteration
+            cand.status, cand.decided_iteration = TaskStatus.DROPPED.value, iteration
             self._dirty[cand.uid] = cand
         self.pending.clear()
         for slot in range(len(self.active)):

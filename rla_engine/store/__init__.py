@@ -13,8 +13,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..bundle import BUNDLE_FORMAT, MULTI_FORMAT, TASK_COLUMNS, BundleError, bundle_rows
+from ..bundle import BUNDLE_FORMAT, MULTI_FORMAT, BundleError, bundle_rows
 from ..paths import RUN_ID_RE, UnsafeRunId, check_run_id
+from ..vocabulary import TASK_COLUMNS
 from .base import EVENT_EXCERPT_CHARS, LOCK_WAIT_S, dumps
 from .commands import COMMAND_MAX_BYTES, CommandsMixin, parse_command, payload_excerpt
 from .liveness import LivenessMixin, engine_gone, pid_alive, process_start

@@ -5,7 +5,9 @@ import contextlib
 import json
 import math
 import numbers
+import sqlite3
 import time
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +44,15 @@ def _loads(text: str | None, what: str) -> Any:
         return json.loads(text or "{}")
     except (ValueError, RecursionError):
         return {"unreadable": f"damaged {what}", "text": (text or "")[:EVENT_EXCERPT_CHARS]}
+
+
+def insert_events(conn: sqlite3.Connection, rows: Iterable[tuple], with_ids: bool = False) -> int:
+    """Add events in the caller's transaction: rows of (run_id, iteration, t, kind, payload as
+    JSON text), each led by its id where `with_ids` (an import that keeps them). Returns the id
+    of the last one (of the connection's last insert when there were none)."""
+    columns = ("id", "run_id", "iteration", "t", "kind", "payload_json")[0 if with_ids else 1:]
+    conn.executemany(f"INSERT INTO events ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})", rows)
+    return int(conn.execute("SELECT last_insert_rowid()").fetchone()[0])
 
 
 def _now() -> float:

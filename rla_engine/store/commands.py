@@ -4,8 +4,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ..vocabulary import CommandRow
-from .base import EVENT_EXCERPT_CHARS, StoreBase, _now, dumps
+from ..vocabulary import CommandResult, CommandRow
+from .base import EVENT_EXCERPT_CHARS, StoreBase, _now, dumps, insert_events
 
 COMMAND_MAX_BYTES = 65_536      # a command payload is a few numbers; more is not a command
 
@@ -60,22 +60,31 @@ class CommandsMixin(StoreBase):
                         "excerpt": payload_excerpt(payload)})
         return out
 
-    def expire_commands(self, run_id: str, result: str) -> int:
+    def expire_commands(self, run_id: str, result: CommandResult) -> int:
         """Close every command still pending for a run without applying it; return how many."""
         with self._write() as conn:
-            return conn.execute("UPDATE commands SET applied_at = ?, result = ? "
+            return conn.execute("UPDATE commands SET applied_at = ?, outcome = ?, detail = ? "
                                 "WHERE run_id = ? AND applied_at IS NULL",
-                                [_now(), result, run_id]).rowcount
+                                [_now(), result.outcome, result.detail, run_id]).rowcount
 
-    def finish_command(self, command_id: int, result: str, run_id: str | None = None, iteration: int = 0,
+    def finish_command(self, command_id: int, result: CommandResult, run_id: str | None = None, iteration: int = 0,
                        event: tuple[str, dict] | None = None) -> None:
         """Stamp a command applied with its result, and record its event in the same transaction."""
         with self._write() as conn:
-            conn.execute("UPDATE commands SET applied_at = ?, result = ? WHERE id = ?", [_now(), result, command_id])
+            conn.execute("UPDATE commands SET applied_at = ?, outcome = ?, detail = ? WHERE id = ?",
+                         [_now(), result.outcome, result.detail, command_id])
             if event is not None:
-                conn.execute("INSERT INTO events (run_id, iteration, t, kind, payload_json) VALUES (?, ?, ?, ?, ?)",
-                             [run_id, iteration, _now(), event[0], dumps(event[1])])
+                insert_events(conn, [(run_id, iteration, _now(), event[0], dumps(event[1]))])
 
     def command(self, command_id: int) -> dict | None:
+        """The command's row; `outcome` and `detail` are None while it is pending. A row closed
+        before the table had them (migration 005) is read from its `result` text (kept whole as
+        the detail where that text names no outcome)."""
         rows = list(self.db.query("SELECT * FROM commands WHERE id = ?", [command_id]))
-        return rows[0] if rows else None
+        if not rows:
+            return None
+        row = rows[0]
+        text = row.pop("result")
+        if row["outcome"] is None and text is not None:
+            row["outcome"], row["detail"] = CommandResult.parse(text) or (None, text)
+        return row

@@ -20,6 +20,7 @@ import os
 import socket
 from typing import Any
 
+from ..config import STALE_AFTER_S
 from ..vocabulary import LIVE, Status
 from .base import StoreBase, _finite, _now
 from .reads import OPTIONAL_TIME, TEXT, TIME, readable_sql
@@ -112,7 +113,7 @@ class LivenessMixin(StoreBase):
     @staticmethod
     def _stale_after(config_json: str | None) -> float:
         try:
-            value = json.loads(config_json or "{}").get("run", {}).get("stale_after_s", 15.0)
+            value = json.loads(config_json or "{}").get("run", {}).get("stale_after_s", STALE_AFTER_S)
         except (ValueError, AttributeError, TypeError, RecursionError):    # TypeError: a number or NULL stored
-            return 15.0
-        return float(value) if _finite(value) and value > 0 else 15.0
+            return STALE_AFTER_S
+        return float(value) if _finite(value) and value > 0 else STALE_AFTER_S

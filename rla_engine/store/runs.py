@@ -13,7 +13,7 @@ from ..paths import UnsafeRunId, check_run_id
 from ..summary import run_duration
 from ..text import printable
 from ..vocabulary import FINAL, LIVE, RunRow, Status
-from .base import _now, dumps
+from .base import _now, dumps, insert_events
 from .liveness import process_start
 from .reads import RUN_COLUMNS, TEXT, ReadsMixin, checked
 from .schema import StoreError
@@ -123,8 +123,7 @@ class RunsMixin(WritesMixin, ReadsMixin):
         a later resume's rewind keeps it) and its final status."""
         t = _now()
         with self._write() as conn:
-            conn.execute("INSERT INTO events (run_id, iteration, t, kind, payload_json) VALUES (?, ?, ?, ?, ?)",
-                         [run_id, iteration, t, status, dumps(payload)])
+            insert_events(conn, [(run_id, iteration, t, status, dumps(payload))])
             conn.execute("UPDATE runs SET status = ?, heartbeat_at = ?, ended_at = ?, error = coalesce(?, error) "
                          "WHERE id = ?", [status, t, t, error, run_id])
 

@@ -8,6 +8,7 @@ import os
 import secrets
 import sqlite3
 import time
+import typing
 from pathlib import Path
 from typing import Any
 from collections.abc import Iterator
@@ -15,6 +16,7 @@ from collections.abc import Iterator
 import sqlite_utils
 
 from ..paths import PRIVATE_FILE, make_private_dir
+from ..vocabulary import TASK_COLUMNS, TaskRow
 
 # sqlite's own wait for a lock, per attempt; writers retry attempts up to their lock_wait_s
 BUSY_TIMEOUT_MS = 5_000
@@ -108,6 +110,14 @@ def write_transaction(conn: sqlite3.Connection, path: Path, lock_wait_s: float) 
 
 
 # -- migrations -----------------------------------------------------------------------------
+def _column_types(row: type, columns: tuple[str, ...]) -> dict[str, type]:
+    """The SQL column types of a row shape (vocabulary.TaskRow), in `columns`' order: a column
+    that may be None is of the type it holds otherwise. A change to the shape's columns is a new
+    migration that alters the existing databases (this one only makes new files)."""
+    hints = typing.get_type_hints(row)
+    return {c: next(t for t in typing.get_args(hints[c]) or (hints[c],) if t is not type(None)) for c in columns}
+
+
 def _m001_schema(db: sqlite_utils.Database) -> None:
     db.table("runs").create({
         "id": str, "name": str, "status": str, "preset": str, "config_json": str, "group_id": str,
@@ -128,11 +138,7 @@ def _m001_schema(db: sqlite_utils.Database) -> None:
     db.table("commands").create_index(["run_id", "applied_at"])
     # `uid` names one task row for its whole life (pending -> active -> retired); DESIGN's
     # columns plus this key, since (slot, version) repeats across rejected candidates.
-    db.table("tasks").create({
-        "run_id": str, "uid": int, "slot": int, "version": int, "family": str, "params_json": str,
-        "difficulty": float, "status": str, "last_acc": float, "direction": str, "prev_acc": float,
-        "new_acc": float, "critic_json": str, "created_iteration": int, "decided_iteration": int,
-    }, pk=("run_id", "uid"))
+    db.table("tasks").create(_column_types(TaskRow, TASK_COLUMNS), pk=("run_id", "uid"))
     db.table("tasks").create_index(["run_id", "slot", "version"])
 
 
@@ -169,9 +175,17 @@ def _m004_database_id(db: sqlite_utils.Database) -> None:
     db.execute("INSERT INTO _database (id) VALUES (?)", [secrets.token_hex(16)])
 
 
+def _m005_command_outcome(db: sqlite_utils.Database) -> None:
+    """A command's outcome (vocabulary.CommandOutcome) and its detail apart, where `result` held
+    both as one text; rows written before keep only `result`, which the store reads back."""
+    db.execute("ALTER TABLE commands ADD COLUMN outcome TEXT")
+    db.execute("ALTER TABLE commands ADD COLUMN detail TEXT")
+
+
 MIGRATIONS: list[tuple[str, Any]] = [("001_schema", _m001_schema), ("002_runs_fts", _m002_runs_fts),
                                      ("003_process_start", _m003_process_start),
-                                     ("004_database_id", _m004_database_id)]
+                                     ("004_database_id", _m004_database_id),
+                                     ("005_command_outcome", _m005_command_outcome)]
 SCHEMA_VERSION = len(MIGRATIONS)   # what this program writes; `migrate` reads MIGRATIONS itself
 
 

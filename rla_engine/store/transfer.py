@@ -4,8 +4,9 @@ from __future__ import annotations
 import sqlite3
 from typing import Any
 
-from ..bundle import BUNDLE_FORMAT, TASK_COLUMNS, BundleError, bundle_rows
-from .base import StoreBase, _loads
+from ..bundle import BUNDLE_FORMAT, BundleError, bundle_rows
+from ..vocabulary import TASK_COLUMNS, TASK_FIELDS
+from .base import StoreBase, _loads, insert_events
 from .schema import StoreError
 
 
@@ -31,9 +32,8 @@ class TransferMixin(StoreBase):
             events = [{"id": i, "iteration": it, "t": t, "kind": k, "payload": _loads(p, "event payload")}
                       for i, it, t, k, p in conn.execute(
                           "SELECT id, iteration, t, kind, payload_json FROM events WHERE run_id = ? ORDER BY id", args)]
-            cols = TASK_COLUMNS[1:]
-            tasks = [dict(zip(cols, r)) for r in conn.execute(
-                f"SELECT {', '.join(cols)} FROM tasks WHERE run_id = ? ORDER BY uid", args)]
+            tasks = [dict(zip(TASK_FIELDS, r)) for r in conn.execute(
+                f"SELECT {', '.join(TASK_FIELDS)} FROM tasks WHERE run_id = ? ORDER BY uid", args)]
         return {"format": BUNDLE_FORMAT, "run": run, "iterations": iterations, "metrics": metrics,
                 "events": events, "tasks": tasks}
 
@@ -91,15 +91,13 @@ class TransferMixin(StoreBase):
         if events and all(e[0] is not None for e in events):
             conn.execute("SAVEPOINT keep_ids")
             try:
-                conn.executemany("INSERT INTO events (id, run_id, iteration, t, kind, payload_json) "
-                                 "VALUES (?, ?, ?, ?, ?, ?)", ((e[0], rid, *e[1:]) for e in events))
+                insert_events(conn, ((e[0], rid, *e[1:]) for e in events), with_ids=True)
                 conn.execute("RELEASE keep_ids")
                 return
             except sqlite3.IntegrityError:   # an id is taken here: fall back to fresh ids
                 conn.execute("ROLLBACK TO keep_ids")
                 conn.execute("RELEASE keep_ids")
-        conn.executemany("INSERT INTO events (run_id, iteration, t, kind, payload_json) VALUES (?, ?, ?, ?, ?)",
-                         ((rid, *e[1:]) for e in events))
+        insert_events(conn, ((rid, *e[1:]) for e in events))
 
     @staticmethod
     def _import_plan(bundle: Any, run_id: str | None, where: str) -> dict:

@@ -4,9 +4,8 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Iterable
 
-from ..bundle import TASK_COLUMNS
-from ..vocabulary import EventKind
-from .base import StoreBase, _finite, _now, dumps
+from ..vocabulary import TASK_COLUMNS, EventKind
+from .base import StoreBase, _finite, _now, dumps, insert_events
 
 KEPT_ON_REWIND = (EventKind.FAILED.value,)    # a resume replays iterations, but a failure stays in the history
 
@@ -29,9 +28,7 @@ class WritesMixin(StoreBase):
         conn.executemany("INSERT OR REPLACE INTO metrics (run_id, iteration, key, value, t) "
                          "VALUES (?, ?, ?, ?, ?)",
                          [(run_id, iteration, k, float(v), t) for k, v in metrics.items()])
-        conn.executemany("INSERT INTO events (run_id, iteration, t, kind, payload_json) "
-                         "VALUES (?, ?, ?, ?, ?)",
-                         [(run_id, iteration, t, kind, dumps(p)) for kind, p in events])
+        insert_events(conn, [(run_id, iteration, t, kind, dumps(p)) for kind, p in events])
         self._upsert_tasks(conn, run_id, tasks)
         conn.execute("UPDATE runs SET iteration = ?, heartbeat_at = ? WHERE id = ?", [iteration, t, run_id])
         conn.execute("INSERT OR REPLACE INTO iterations (run_id, iteration, t, env_steps, wall_s) "
@@ -62,16 +59,13 @@ class WritesMixin(StoreBase):
                 gone += conn.execute(f"DELETE FROM {table} WHERE run_id = ? AND {col} > ?{extra}",
                                      [run_id, iteration]).rowcount
             conn.execute("UPDATE runs SET iteration = ? WHERE id = ?", [iteration, run_id])
-            conn.execute("INSERT INTO events (run_id, iteration, t, kind, payload_json) VALUES (?, ?, ?, ?, ?)",
-                         [run_id, iteration, _now(), EventKind.REWOUND,
-                          dumps({"to": iteration, "rows": gone, **({"from": since} if since is not None else {})})])
+            payload = {"to": iteration, "rows": gone, **({"from": since} if since is not None else {})}
+            insert_events(conn, [(run_id, iteration, _now(), EventKind.REWOUND, dumps(payload))])
         return gone
 
     def add_event(self, run_id: str, iteration: int, kind: str, payload: dict | None = None) -> int:
         with self._write() as conn:
-            cur = conn.execute("INSERT INTO events (run_id, iteration, t, kind, payload_json) VALUES (?, ?, ?, ?, ?)",
-                               [run_id, iteration, _now(), kind, dumps(payload or {})])
-            return int(cur.lastrowid)
+            return insert_events(conn, [(run_id, iteration, _now(), kind, dumps(payload or {}))])
 
     def insert_history(self, run_id: str, metrics: Iterable[tuple[int, str, float, float]],
                        iterations: Iterable[tuple[int, float, int, float]]) -> None:

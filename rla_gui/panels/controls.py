@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 from PySide6 import QtCore, QtWidgets
 
-from rla_engine.vocabulary import LIVE, RESUMABLE, EventKind, Status
+from rla_engine.vocabulary import LIVE, RESUMABLE, CommandOutcome, CommandResult, EventKind, Status
 
 if TYPE_CHECKING:       # the session is only ever passed in
     from ..session import RunSession
@@ -101,10 +101,11 @@ class ControlsPanel(QtWidgets.QWidget):
     def follow_override(self, events: list[dict]) -> None:
         for e in events:
             payload = e.get("payload")
-            if (e.get("kind") == EventKind.SET_DIFFICULTY and isinstance(payload, dict)
-                    and str(payload.get("result", "")).startswith("applied")):
-                command = payload.get("payload")
-                self.set_override(command.get("value") if isinstance(command, dict) else None)
+            if e.get("kind") == EventKind.SET_DIFFICULTY and isinstance(payload, dict):
+                result = CommandResult.parse(payload.get("result"))
+                if result is not None and result.outcome == CommandOutcome.APPLIED:
+                    command = payload.get("payload")
+                    self.set_override(command.get("value") if isinstance(command, dict) else None)
 
     def set_override(self, value: float | None) -> None:
         """Show the override in force, as the engine's events report it; the slider follows."""

@@ -18,7 +18,7 @@ from PySide6.QtGui import QColor, QFont, QFontMetrics
 from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QTableView, QVBoxLayout, QWidget
 
 from rla_engine.alerts import ALERTS, RAISED, RUN_ENDED, describe
-from rla_engine.vocabulary import CommandKind, EventKind
+from rla_engine.vocabulary import CommandKind, CommandOutcome, CommandResult, EventKind
 
 from ..widgets.list_model import ListTableModel
 
@@ -55,18 +55,20 @@ def _invalid(p: dict) -> str:
 
 def _command(p: dict) -> str:
     """pause/resume/stop/checkpoint/set_difficulty events carry the command and its result."""
-    kind, result = p.get("kind", "command"), str(p.get("result", ""))
-    if kind == CommandKind.SET_DIFFICULTY and result.startswith("applied"):
-        value = (p.get("payload") or {}).get("value") if isinstance(p.get("payload"), dict) else None
-        return "automatic difficulty applied" if value is None else f"difficulty {_f(value, 'g')} applied"
-    if kind == "checkpoint" and result.startswith("applied: "):
-        return f"checkpoint {result[len('applied: '):]} saved"
-    return f"{kind} {result}".strip()
+    kind, text = p.get("kind", "command"), str(p.get("result", ""))
+    result = CommandResult.parse(text)
+    if result is not None and result.outcome == CommandOutcome.APPLIED:
+        if kind == CommandKind.SET_DIFFICULTY:
+            value = (p.get("payload") or {}).get("value") if isinstance(p.get("payload"), dict) else None
+            return "automatic difficulty applied" if value is None else f"difficulty {_f(value, 'g')} applied"
+        if kind == CommandKind.CHECKPOINT and result.detail is not None:
+            return f"checkpoint {result.detail} saved"
+    return f"{kind} {text}".strip()
 
 
 def _rejected(p: dict) -> str:
-    result = str(p.get("result", "rejected"))
-    return f"{result} ({p['kind']})" if p.get("kind") else result
+    text = str(p.get("result", CommandOutcome.REJECTED))
+    return f"{text} ({p['kind']})" if p.get("kind") else text
 
 
 def _failed(p: dict) -> str:

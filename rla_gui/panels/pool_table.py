@@ -1,6 +1,6 @@
 """Task-pool table: one line per slot of the adaptive pool, with its pending candidate (DESIGN §6).
 
-Fed with store task rows (`Store.tasks(run_id, ["active", "pending"])`) on every poll. The
+Fed with store task rows (`Store.tasks(run_id, [TaskStatus.ACTIVE, TaskStatus.PENDING])`) on every poll. The
 model keeps the user's sort and scroll: a refresh with the same slots only emits dataChanged;
 a changed slot set emits layoutChanged with the persistent indexes moved by slot, so a selected
 slot stays selected.
@@ -14,6 +14,9 @@ from PySide6.QtCore import QModelIndex, QSize, QSortFilterProxyModel, Qt
 from PySide6.QtGui import QFont, QFontMetrics
 from PySide6.QtWidgets import (QAbstractItemView, QHeaderView, QLabel, QStyle, QStyleOptionHeader, QTableView,
                                QVBoxLayout, QWidget)
+
+from rla_engine.vocabulary import TaskStatus
+
 from ..widgets.list_model import ListTableModel
 
 from typing import TYPE_CHECKING
@@ -59,10 +62,10 @@ def pool_lines(rows: list[dict]) -> list[dict]:
         line = lines.setdefault(slot, {"slot": slot, "family": r.get("family"), "version": None,
                                        "difficulty": None, "last_acc": None, "pending": None,
                                        "pending_difficulty": None, "params": None})
-        if r.get("status") == "pending":
+        if r.get("status") == TaskStatus.PENDING:
             line["pending"] = r.get("direction")
             line["pending_difficulty"] = r.get("difficulty")
-        elif r.get("status") == "active":
+        elif r.get("status") == TaskStatus.ACTIVE:
             line.update(family=r.get("family"), version=r.get("version"), difficulty=r.get("difficulty"),
                         last_acc=r.get("last_acc"), params=r.get("params_json"))
     return [lines[s] for s in sorted(lines)]

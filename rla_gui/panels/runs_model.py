@@ -9,13 +9,13 @@ from typing import cast
 from PySide6 import QtCore, QtGui
 
 from rla_engine.text import as_html, shown
-from rla_engine.vocabulary import DAMAGED
+from rla_engine.vocabulary import DAMAGED, Status
 
 from ..widgets.run_columns import FIELD, FIXED, Column, Condition, number, ordered, parse_filter, value_text
 
 COLUMNS = [(c.title, c.key) for c in FIXED]       # (header, field of the summary row): the fixed columns
-STATUS_COLOURS = {"running": "#2ca02c", "paused": "#ff7f0e", "crashed": "#d62728", "failed": "#d62728",
-                  DAMAGED: "#d62728"}
+STATUS_COLOURS = {Status.RUNNING: "#2ca02c", Status.PAUSED: "#ff7f0e", Status.CRASHED: "#d62728",
+                  Status.FAILED: "#d62728", DAMAGED: "#d62728"}
 Role = QtCore.Qt.ItemDataRole
 RIGHT = QtCore.Qt.AlignmentFlag.AlignRight | QtCore.Qt.AlignmentFlag.AlignVCenter
 # the roles a cell answers: a view asks a dozen per cell and paint, and each question is a call into Python

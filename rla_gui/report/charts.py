@@ -25,7 +25,7 @@ import pyqtgraph as pg
 from PySide6 import QtCore, QtGui, QtWidgets
 
 from rla_engine import metrics
-from rla_engine.vocabulary import VARIANT_KINDS, EventKind
+from rla_engine.vocabulary import VARIANT_KINDS, EventKind, TaskStatus
 
 from ..panel_spec import (AGREEMENT, BALANCE, DIFFICULTY, LOSSES, MARKER_COLOURS, MARKER_KINDS, PALETTE, POLICY,
                           TIER_COLOURS, Panel, chart_title, short)
@@ -145,9 +145,9 @@ def variant_points(bundle: dict) -> tuple[list[tuple[float, float]], list[tuple[
     if not acc and not rej:
         for t in bundle.get("tasks") or ():
             if t.get("direction") and t.get("decided_iteration") is not None and t.get("difficulty") is not None:
-                if t["status"] in ("active", "retired"):
+                if t["status"] in (TaskStatus.ACTIVE, TaskStatus.RETIRED):
                     acc.append((float(t["decided_iteration"]), float(t["difficulty"])))
-                elif t["status"] == "rejected":
+                elif t["status"] == TaskStatus.REJECTED:
                     rej.append((float(t["decided_iteration"]), float(t["difficulty"])))
     return acc, rej
 

@@ -16,6 +16,7 @@ from collections.abc import Callable, Sequence
 
 from rla_engine import metrics
 from rla_engine.summary import config_differences, flatten
+from rla_engine.vocabulary import TaskStatus
 
 from ..panel_spec import HEALTH_PANELS
 from . import charts
@@ -269,7 +270,7 @@ def config_table_multi(facts: list[sections.Facts]) -> str:
 def run_brief(f: sections.Facts) -> str:
     r = f.run
     counts = Counter(e["kind"] for e in f.bundle.get("events") or () if e["kind"] not in sections.SKIPPED_EVENTS)
-    pool = sum(1 for t in f.bundle.get("tasks") or () if t["status"] == "active")
+    pool = sum(1 for t in f.bundle.get("tasks") or () if t["status"] == TaskStatus.ACTIVE)
     return (f"<h3>{esc(f.name)}</h3>"
             + kv_table([("id", f"<code>{esc(r.get('id'))}</code>"), ("status", sections.badge(r.get("status"))),
                         ("started → ended", f"{esc(when(r.get('started_at')))} → {esc(when(r.get('ended_at')))}"),

@@ -13,7 +13,7 @@ import numpy as np
 from rla_engine import metrics
 from rla_engine.summary import HEADLINE_ROWS, best_value, final_value, flatten, run_duration
 from rla_engine.alerts import ALERTS, CLEARED, RAISED, RUN_ENDED, describe
-from rla_engine.vocabulary import VARIANT_KINDS, EventKind
+from rla_engine.vocabulary import VARIANT_KINDS, EventKind, Status, TaskStatus
 
 from . import charts
 from .environment import environment_info, package_version
@@ -24,8 +24,8 @@ MAX_LOG_ROWS = 2000
 # The PDF lists fewer: Qt lays a table page out at ~25 ms, and 2000 rows are 60 pages no one prints.
 PDF_MAX_ROWS = 300
 PDF_CHUNK = 100
-STATUS_COLOURS = {"completed": "#2ca02c", "running": "#1f77b4", "paused": "#ff7f0e", "stopped": "#7f7f7f",
-                  "failed": "#d62728", "crashed": "#d62728"}
+STATUS_COLOURS: dict[str, str] = {Status.COMPLETED: "#2ca02c", Status.RUNNING: "#1f77b4", Status.PAUSED: "#ff7f0e",
+                                  Status.STOPPED: "#7f7f7f", Status.FAILED: "#d62728", Status.CRASHED: "#d62728"}
 SKIPPED_EVENTS = (EventKind.EPISODE,)   # trajectories for the episode viewer: large, and not history
 
 
@@ -61,8 +61,8 @@ class Facts:
         return sum(1 for e in self.bundle.get("events") or () if e["kind"] == event_kind)
 
     def variants(self) -> str:
-        return (f"{num(self.total(metrics.ACCEPTED, 'variant_accepted'))} / "
-                f"{num(self.total(metrics.REJECTED, 'variant_rejected'))}")
+        return (f"{num(self.total(metrics.ACCEPTED, EventKind.VARIANT_ACCEPTED))} / "
+                f"{num(self.total(metrics.REJECTED, EventKind.VARIANT_REJECTED))}")
 
     def env_steps(self) -> int | None:
         its = self.bundle.get("iterations") or []
@@ -308,8 +308,9 @@ def alerts_block(bundle: dict) -> str:
     return table(["alert", "began", "raised", "ended", "what held", "what it means"], rows, "alerts", wide=True)
 
 
-OUTCOMES = {"active": "accepted", "retired": "accepted", "rejected": "rejected", "pending": "pending",
-            "dropped": "dropped"}
+# a variant's outcome in the adaptation log, by its task row's status
+OUTCOMES = {TaskStatus.ACTIVE: "accepted", TaskStatus.RETIRED: "accepted", TaskStatus.REJECTED: "rejected",
+            TaskStatus.PENDING: "pending", TaskStatus.DROPPED: "dropped"}
 
 
 def critic_summary(critic_json) -> str:
@@ -334,11 +335,11 @@ def adaptation_block(bundle: dict, max_rows: int = MAX_LOG_ROWS, chunk: int = 0)
     variants = [t for t in tasks if (t.get("version") or 0) > 0]
     if not variants:
         return '<p class="muted">No task was rewritten in this run.</p>'
-    parents = {(t["slot"], t["version"]): t for t in tasks if t["status"] in ("active", "retired")}
+    parents = {(t["slot"], t["version"]): t for t in tasks if t["status"] in (TaskStatus.ACTIVE, TaskStatus.RETIRED)}
     by_slot: dict[int, list[dict]] = {}
     for t in variants:
         by_slot.setdefault(t["slot"], []).append(t)
-    active = {t["slot"]: t for t in tasks if t["status"] == "active"}
+    active = {t["slot"]: t for t in tasks if t["status"] == TaskStatus.ACTIVE}
     summary = []
     for slot in sorted(by_slot):
         vs = by_slot[slot]
@@ -381,7 +382,7 @@ def _params(params_json) -> tuple[str, str]:
 def pool_table(bundle: dict) -> str:
     rows = []
     for t in sorted(bundle.get("tasks") or (), key=lambda t: (t["slot"], t["version"], t["uid"])):
-        if t["status"] in ("active", "pending"):
+        if t["status"] in (TaskStatus.ACTIVE, TaskStatus.PENDING):
             params, seed = _params(t.get("params_json"))
             rows.append([num(t["slot"]), f"v{num(t['version'])}", esc(t["status"]), esc(t.get("family")),
                          num(t.get("difficulty")), num(t.get("last_acc"), 2), params, seed])

@@ -6,6 +6,7 @@ from rla_engine import metrics
 from rla_engine.client import EngineClient, EngineError
 from rla_engine.paths import log_path
 from rla_engine.store import Store
+from rla_engine.vocabulary import CommandKind, CommandOutcome, CommandResult
 
 
 
@@ -25,22 +26,29 @@ def test_start_watch_pause_override_resume_stop(tmp_path):
         client = EngineClient(tmp_path / "h.db")
         cfg = build(preset="tiny", sets=["run.iterations=2000"])
         run_id = await client.start(cfg, preset="quickstart", name="client test")
-        keys, kinds = set(), []
+        keys, kinds, results = set(), [], {}
 
         async def consume():
             async for update in client.watch(run_id):
                 keys.update(update.metrics)
                 kinds.extend(e["kind"] for e in update.events)
+                # a command's outcome reaches the console as its event, as here
+                results.update((e["payload"]["command"], CommandResult.parse(e["payload"]["result"]))
+                               for e in update.events if "command" in e["payload"])
         watcher = asyncio.create_task(consume())
         await until(lambda: asyncio.sleep(0, metrics.MU in keys))
 
-        cmd = await client.pause(run_id)
-        assert await client.command_result(cmd) == "applied"
+        async def outcome(command_id):
+            return await until(lambda: asyncio.sleep(0, results.get(command_id)))
+
+        # the console's Pause, Apply and Resume (controller.command)
+        cmd = await client.command(run_id, CommandKind.PAUSE)
+        assert await outcome(cmd) == (CommandOutcome.APPLIED, None)
         assert (await client.run(run_id))["status"] == "paused"
-        cmd = await client.set_difficulty(run_id, 0.6)
-        assert (await client.command_result(cmd)).startswith("applied")
-        cmd = await client.resume(run_id)
-        assert await client.command_result(cmd) == "applied"
+        cmd = await client.command(run_id, CommandKind.SET_DIFFICULTY, {"value": 0.6})
+        assert (await outcome(cmd)).outcome == CommandOutcome.APPLIED
+        cmd = await client.command(run_id, CommandKind.RESUME)
+        assert await outcome(cmd) == (CommandOutcome.APPLIED, None)
         await until(lambda: asyncio.sleep(0, kinds.count("episode") >= 3))
         await client.stop(run_id)
         assert await client.wait(run_id) == "stopped"

@@ -16,6 +16,7 @@ from rla_engine.loop.trainer import Trainer
 from rla_engine.paths import checkpoints_dir
 from rla_engine.runner import Runner
 from rla_engine.store import open_store
+from rla_engine.vocabulary import CommandOutcome
 
 from engine_support import TINY, only_run, spawn, wait_for
 
@@ -74,7 +75,8 @@ def test_killed_engine_is_marked_crashed_and_resumes(tmp_path):
     its = [r["iteration"] for r in store.iterations(run["id"])]
     assert its == list(range(0, its[-1] + 1)) and its[-1] >= committed
     assert any(e["kind"] == "rewound" for e in store.events(run["id"]))
-    assert store.command(stale)["result"].startswith("rejected: the engine restarted")
+    assert store.command(stale)["outcome"] == CommandOutcome.REJECTED
+    assert store.command(stale)["detail"].startswith("the engine restarted")
 
     async def first_update():
         from rla_engine.client import EngineClient
@@ -146,7 +148,7 @@ def test_pause_resume_through_commands_reproduces_the_uninterrupted_run(tmp_path
     assert checkpoint.iteration_of(checkpoint.latest(checkpoints_dir(db, run_b))) == held
     bad = store.add_command(run_b, "set_difficulty", {"value": 3})
     wait_for(lambda: store.command(bad)["applied_at"], what="rejection")
-    assert store.command(bad)["result"].startswith("rejected")
+    assert store.command(bad)["outcome"] == CommandOutcome.REJECTED
     store.add_command(run_b, "resume")
     assert b.wait(timeout=120) == 0, b.stderr.read()
     assert store.get_run(run_b)["status"] == "completed"

@@ -27,7 +27,7 @@ from rla_engine.loop.trainer import Trainer
 from rla_engine.loop.workers import RoleWorker
 from rla_engine.paths import checkpoints_dir
 from rla_engine.store import open_store
-from rla_engine.vocabulary import EventKind
+from rla_engine.vocabulary import CommandOutcome, EventKind
 
 from engine_support import TINY, rla, spawn, wait_for
 
@@ -185,8 +185,10 @@ def test_a_stop_during_a_slow_iteration_cancels_it_and_keeps_what_was_committed(
     stopped = next(e["payload"] for e in store.events("r1") if e["kind"] == EventKind.STOPPED)
     assert stopped["abandoned_iteration"] == run["iteration"] + 1
     # a pause that came with the stop cannot checkpoint a half-done iteration: it is refused
-    assert store.command(commands["pause"])["result"] == "rejected: the run stopped in the middle of an iteration"
-    assert store.command(commands["stop"])["result"] == "applied"
+    pause, stop = store.command(commands["pause"]), store.command(commands["stop"])
+    assert pause["outcome"] == CommandOutcome.REJECTED
+    assert pause["detail"] == "the run stopped in the middle of an iteration"
+    assert (stop["outcome"], stop["detail"]) == (CommandOutcome.APPLIED, None)
     # the iteration cut short left no rows and no checkpoint: the newest is the last committed one
     assert checkpoint.iteration_of(checkpoint.latest(checkpoints_dir(db, "r1"))) == run["iteration"]
     assert store.last_iteration("r1") == run["iteration"]

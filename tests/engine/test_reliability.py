@@ -17,6 +17,7 @@ from rla_engine import checkpoint
 from rla_engine.client import EngineClient
 from rla_engine.paths import checkpoints_dir, claim, log_path
 from rla_engine.store import StoreError, WriteError, open_store
+from rla_engine.vocabulary import CommandOutcome
 
 from engine_support import TINY, one_line_error, only_run, rla, spawn, wait_for
 
@@ -109,11 +110,13 @@ def test_malformed_command_rows_are_rejected_with_an_event_and_the_run_goes_on(t
     _, err = proc.communicate(timeout=120)
     assert proc.returncode == 0, err
     assert store.get_run(run["id"])["status"] == "completed"
-    results = {name: store.command(i)["result"] for name, i in ids.items()}
-    assert all(r.startswith("rejected: ") for r in results.values()), results
+    outcomes = {name: store.command(i)["outcome"] for name, i in ids.items()}
+    assert set(outcomes.values()) == {CommandOutcome.REJECTED}, outcomes
+    results = {name: store.command(i)["detail"] for name, i in ids.items()}
+    assert all(results.values()), results                    # each with its reason
     assert "UTF-8" in results["not-utf8"] and "deeply" in results["deep"]
     assert "bytes; at most" in results["one-megabyte"]
-    assert store.command(good)["result"].startswith("applied")
+    assert store.command(good)["outcome"] == CommandOutcome.APPLIED
     rejected = [e for e in store.events(run["id"]) if e["kind"] == "command_rejected"]
     assert sorted(e["payload"]["command"] for e in rejected) == sorted(ids.values())
     # an event keeps an excerpt of a big payload, not the payload
@@ -296,7 +299,7 @@ def test_a_database_from_a_newer_program_is_refused_naming_both_versions(tmp_pat
         c.close()
         before = db.read_bytes()
         line = one_line_error(rla("runs", db=db))
-        assert "newer version" in line and "this program knows schema version 4" in line
+        assert "newer version" in line and "this program knows schema version 5" in line
         assert ("version 42" in line) if "42" in how else ("077_future" in line)
         assert db.read_bytes() == before
 

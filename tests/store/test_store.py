@@ -18,6 +18,7 @@ import pytest
 
 from rla_engine import store as store_mod
 from rla_engine.store import Store, StoreError, open_store
+from rla_engine.vocabulary import CommandOutcome, CommandResult
 
 RUN_TABLES = ("metrics", "iterations", "events", "commands", "tasks")
 
@@ -91,8 +92,22 @@ def test_new_database_gets_schema_through_named_migrations(tmp_db):
         migrations = [r[0] for r in c.execute("SELECT name FROM _migrations ORDER BY name")]
         metric_cols = [r[1] for r in c.execute("PRAGMA table_info(metrics)")]
     assert {"_migrations", "runs", "iterations", "metrics", "events", "commands", "tasks"} <= tables
-    assert migrations == ["001_schema", "002_runs_fts", "003_process_start", "004_database_id"]
+    assert migrations == ["001_schema", "002_runs_fts", "003_process_start", "004_database_id",
+                          "005_command_outcome"]
     assert metric_cols == ["run_id", "iteration", "key", "value", "t"]
+
+
+def test_the_task_row_has_one_definition(tmp_db):
+    """vocabulary.TaskFields: the table's columns, a bundle's task fields (checked in the table's
+    order: the store inserts them by position) and the store's reading rules are its."""
+    from rla_engine import bundle, bundle_check
+    from rla_engine.store.reads import TASK_COLUMN_KINDS
+    from rla_engine.vocabulary import TASK_COLUMNS, TASK_FIELDS
+    open_store(tmp_db).close()
+    with raw(tmp_db) as c:
+        assert tuple(r[1] for r in c.execute("PRAGMA table_info(tasks)")) == TASK_COLUMNS == ("run_id", *TASK_FIELDS)
+    assert tuple(bundle.TASK_RULES) == TASK_FIELDS and set(bundle_check.TASK) == set(TASK_FIELDS)
+    assert set(TASK_COLUMN_KINDS) == set(TASK_FIELDS)
 
 
 def test_new_database_is_in_wal_mode(tmp_db):
@@ -131,7 +146,8 @@ def test_a_new_migration_is_applied_once_to_an_existing_database(tmp_db, monkeyp
     assert calls == [1]
     with raw(tmp_db) as c:
         assert [r[0] for r in c.execute("SELECT name FROM _migrations ORDER BY name")] == \
-            ["001_schema", "002_runs_fts", "003_process_start", "004_database_id", "999_extra"]
+            ["001_schema", "002_runs_fts", "003_process_start", "004_database_id", "005_command_outcome",
+             "999_extra"]
         assert "extra" in [r[1] for r in c.execute("PRAGMA table_info(runs)")]
 
 
@@ -295,11 +311,41 @@ def test_commands_round_trip(store):
     assert [(p["id"], p["kind"], p["payload"]) for p in pending] == \
         [(a, "pause", {}), (b, "set_difficulty", {"value": 0.4}), (c, "set_difficulty", {"value": None})]
 
-    store.finish_command(b, "ok: difficulty 0.4")
+    store.finish_command(b, CommandResult(CommandOutcome.APPLIED, "difficulty 0.4"))
     assert [p["id"] for p in store.pending_commands(run)] == [a, c]
     done = store.command(b)
-    assert done["result"] == "ok: difficulty 0.4" and done["applied_at"] is not None
+    assert (done["outcome"], done["detail"]) == ("applied", "difficulty 0.4") and done["applied_at"] is not None
     assert [p["kind"] for p in store.pending_commands(other)] == ["stop"]
+
+
+def test_a_command_closed_by_an_older_program_reads_as_its_outcome_and_detail(tmp_db, monkeypatch):
+    """Before migration 005 a command's outcome and detail were one text, `result`."""
+    monkeypatch.setattr(store_mod.schema, "MIGRATIONS", store_mod.schema.MIGRATIONS[:4])
+    old = open_store(tmp_db)
+    run = make_run(old)
+    closed = {text: old.add_command(run, "pause") for text in
+              ("applied", "applied: ckpt-000007.pt", "ignored: already paused", "rejected: x: y", "what?")}
+    pending = old.add_command(run, "stop")
+    old.close()
+    with raw(tmp_db) as c:
+        assert "outcome" not in [r[1] for r in c.execute("PRAGMA table_info(commands)")]
+        c.executemany("UPDATE commands SET applied_at = ?, result = ? WHERE id = ?",
+                      [(time.time(), text, i) for text, i in closed.items()])
+    monkeypatch.undo()
+    store = open_store(tmp_db)
+    try:
+        read = {text: (store.command(i)["outcome"], store.command(i)["detail"]) for text, i in closed.items()}
+        assert read == {"applied": (CommandOutcome.APPLIED, None),
+                        "applied: ckpt-000007.pt": (CommandOutcome.APPLIED, "ckpt-000007.pt"),
+                        "ignored: already paused": (CommandOutcome.IGNORED, "already paused"),
+                        "rejected: x: y": (CommandOutcome.REJECTED, "x: y"),
+                        "what?": (None, "what?")}            # no outcome: the text is kept as the detail
+        assert (store.command(pending)["outcome"], store.command(pending)["detail"]) == (None, None)
+        assert [p["id"] for p in store.pending_commands(run)] == [pending]
+        store.finish_command(pending, CommandResult(CommandOutcome.APPLIED))
+        assert store.command(pending)["outcome"] == CommandOutcome.APPLIED
+    finally:
+        store.close()
 
 
 def test_malformed_command_payload_comes_back_as_none(store, tmp_db):
@@ -526,8 +572,8 @@ def test_engine_and_reader_see_each_others_commits(tmp_db):
 
         cmd = reader.add_command("r", "pause")
         assert [c["id"] for c in engine.pending_commands("r")] == [cmd]
-        engine.finish_command(cmd, "ok")
-        assert reader.command(cmd)["result"] == "ok"
+        engine.finish_command(cmd, CommandResult(CommandOutcome.IGNORED, "already paused"))
+        assert (reader.command(cmd)["outcome"], reader.command(cmd)["detail"]) == ("ignored", "already paused")
         reader.set_notes("r", "from the console")
         assert engine.get_run("r")["notes"] == "from the console"
     finally:
