@@ -18,7 +18,7 @@ from ..bundle import BundleError, bundle_rows
 from ..bundle_check import shown, strict_json
 from ..errors import InputError
 from ..store import BUNDLE_FORMAT, MULTI_FORMAT, StoreError, open_store
-from . import ExportInputError
+from .formats import ExportInputError
 
 # The largest export `rla import` reads. A long gridworld run exports about 5 KB per iteration
 # (its metrics, a few events, task rows): 100,000 iterations come to ~500 MB, and a

@@ -13,7 +13,8 @@ import time
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 
-from . import DATA_FORMATS, ExportInputError, Render, export
+from .dispatch import export
+from .formats import DATA_FORMATS, ExportInputError, Render
 from .renderer import MISSING, renderer_command, report_args
 
 PROG = "rla export"

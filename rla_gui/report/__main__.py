@@ -20,7 +20,7 @@ from rla_engine.export import FORMATS, Render
 from rla_engine.export.command import PROG, run_export
 
 from ..headless import ensure_offscreen
-from . import render
+from .rendering import render
 
 
 class _Parser(argparse.ArgumentParser):
