@@ -545,9 +545,9 @@ def console_main(argv: list[str]) -> int:
         return {"n": n, "p50": at(50), "p99": at(99), "max": float(xs[-1]) if n else float("nan")}
 
     def report(final: bool = False) -> None:
-        points = {k: c.n for k, c in win.data.columns.items()}
+        points = {k: c.n for k, c in win.controller.session.data.columns.items()}
         doc = {"pid": os.getpid(), "elapsed": time.monotonic() - t0, "final": final, "errors": errors,
-               "qt_messages": qt_messages, "opened": opened, "run_id": win.session.run_id, "points": points,
+               "qt_messages": qt_messages, "opened": opened, "run_id": win.controller.session.run_id, "points": points,
                "rss": rss, "lateness": stats(), "stalls": stalls, "loaded_at": state["loaded_at"],
                "lateness_after_load": stats(state["loaded_at"]) if state["loaded_at"] is not None else None}
         tmp = Path(a.out + ".tmp")
@@ -558,7 +558,7 @@ def console_main(argv: list[str]) -> int:
         deadline = t0 + a.seconds
         next_report = 0.0
         while time.monotonic() < deadline and not os.path.exists(a.out + ".stop"):
-            s = win.session
+            s = win.controller.session
             if a.run and s.run_id != a.run:
                 win.open_run(a.run)
                 opened.append(a.run)
@@ -576,7 +576,7 @@ def console_main(argv: list[str]) -> int:
                 if isinstance(w, QtWidgets.QMessageBox) and w.isVisible() and id(w) not in seen_boxes:
                     seen_boxes.add(id(w))
                     error(f"dialog {w.windowTitle()!r}: {w.text()} {w.informativeText()}")
-            if state["loaded_at"] is None and win.data.columns and win.data.last_iteration() > 0 and a.run:
+            if state["loaded_at"] is None and s.data.columns and s.data.last_iteration() > 0 and a.run:
                 state["loaded_at"] = time.monotonic() - t0
             now = time.monotonic() - t0
             if now >= next_report:

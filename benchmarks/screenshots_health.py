@@ -39,7 +39,7 @@ async def scenario(win: MainWindow, out: Path) -> None:
     win.run_form.load_config(cfg.to_dict(), "tiny")
     win.run_form.name_edit.setText("pool out of reach")
     win.run_form.start_button.click()
-    await until(lambda: win.session.run_id is not None and win.data.last_iteration() >= 2)
+    await until(lambda: win.controller.session.run_id is not None and win.controller.session.data.last_iteration() >= 2)
     status = win.status_line
     await until(lambda: bool(status.active))
     win.dashboard.add_chart([metrics.IN_BAND, metrics.POSITIVE_FRACTION])
