@@ -11,7 +11,8 @@ each token that holds a newline, so every step is an exact span of sampled token
 
 What is optional, because a language task may come from a dataset:
 - `difficulty` may return None (no parametric difficulty: the pool shows none, tiers do not apply);
-- oracle step labels: a step's label is 0 when the family cannot tell (`has_oracle` False);
+- oracle step labels: a step's label is 0 when the family cannot tell (its `FamilySpec` says
+  `has_oracle=False`);
 - `mutate` (the procedural environment model): a family that only takes LM-proposed variants
   raises NotImplementedError.
 Validation (`validate`) may be slow (running code, a planner): it is called once per proposed
@@ -70,7 +71,6 @@ class TextFamily(abc.ABC):
     name: str
     kind = "text"
     lines_are_steps: bool = False      # True: every line of a response is a step (a written derivation)
-    has_oracle: bool = True
     max_turns: int = 1                 # an upper bound over every task; `turns(task)` is the task's own
 
     # -- tasks -----------------------------------------------------------------------------
