@@ -23,10 +23,11 @@ Nothing here imports torch: a text family is plain Python.
 from __future__ import annotations
 
 import abc
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
+from .eval_sets import EvalSet, tier_sets
 from .task import Task
 
 
@@ -48,23 +49,6 @@ class TextEpisode(abc.ABC):
         """`steps`: the turn's response as its steps (one string, or one per line). The result has
         one label and one info per step. Text that cannot be understood is a step, judged bad by
         the oracle; it never raises."""
-
-
-@dataclass
-class EvalSet:
-    """A fixed held-out set: by difficulty tier (`tier` set) or by name (a dataset's split)."""
-    name: str
-    tasks: list[Task] = field(default_factory=list)
-    tier: float | None = None
-
-
-def tier_sets(family, tiers: list[float], per_tier: int, rng_for) -> list[EvalSet]:
-    """`per_tier` held-out tasks per difficulty tier of any family, each tier drawn with `rng_for(tier)`."""
-    def one_tier(d: float) -> EvalSet:
-        rng = rng_for(d)                    # one stream per tier: the set is the same whatever the other tiers
-        return EvalSet(f"{float(d):g}", [family.sample(float(d), rng, held_out=True) for _ in range(per_tier)],
-                       tier=float(d))
-    return [one_tier(d) for d in tiers]
 
 
 class TextFamily(abc.ABC):
