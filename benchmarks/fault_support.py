@@ -501,13 +501,20 @@ def console_main(argv: list[str]) -> int:
     asyncio.set_event_loop(loop)
     loop.set_exception_handler(lambda _l, ctx: error(f"asyncio: {ctx.get('message')} {ctx.get('exception')!r}"))
     settings = QtCore.QSettings(str(Path(tempfile.mkdtemp()) / "console.ini"), QtCore.QSettings.Format.IniFormat)
-    win = MainWindow(Path(a.db), settings=settings)
-    win.ask_close_choice = lambda run_id: "detach"
+    class DetachingWindow(MainWindow):
+        def ask_close_choice(self, run_id: str) -> str:
+            return "detach"         # no modal dialog: the harness stops the engine itself
+
+    win = DetachingWindow(Path(a.db), settings=settings)
     win.resize(1400, 900)
     win.show()
     win.controller.engine_failed.connect(
         lambda run_id, message: error(f"error dialog (engine failed) for {run_id}: {last_line(message)}"))
-    win.statusBar().messageChanged.connect(lambda m: m.lower().startswith("error") and error(f"status bar: {m}"))
+
+    def on_status(message: str) -> None:
+        if message.lower().startswith("error"):
+            error(f"status bar: {message}")
+    win.statusBar().messageChanged.connect(on_status)
 
     t0 = time.monotonic()
     late_t, late = array.array("d"), array.array("d")
@@ -531,7 +538,7 @@ def console_main(argv: list[str]) -> int:
     rss: list[tuple[float, float]] = []
     opened: list[str] = []
     seen_boxes: set[int] = set()
-    state = {"loaded_at": None}
+    state: dict[str, float | None] = {"loaded_at": None}
 
     def stats(since: float = 0.0) -> dict:
         # numpy over the arrays' own buffers: a Python list of every sample (200 a second) was

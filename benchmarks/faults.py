@@ -192,8 +192,9 @@ def crash_campaign(root: Path, kills: int = 60, iterations: int = 30, seeds=(1, 
         name = f"trial-{n}"
         eng = spawn(*args(s), "--name", name)
         run_id = wait_for_run(db, name, eng)
-        if not v.check("crash: every `rla run` starts", run_id is not None,
-                       f"{name}: `rla run` ended before creating its run: {last_line(eng.output())}"):
+        started = v.check("crash: every `rla run` starts", run_id is not None,
+                          f"{name}: `rla run` ended before creating its run: {last_line(eng.output())}")
+        if not started or run_id is None:       # the same test twice: the second one narrows the type
             eng.wait(60)
             with lock:
                 if n < 3 * len(plan):     # its kills go to a fresh run (a bounded number of times)

@@ -74,7 +74,7 @@ def make_history(db: Path, n: int) -> str:
     its = np.arange(1, n + 1)
     t = 1.7e9 + its * 0.05
     walk = lambda: np.clip(0.5 + np.cumsum(rng.normal(0, 0.002, n)), 0, 1)   # noqa: E731
-    cols = {k: walk() for k in HISTORY_KEYS}
+    cols: dict[str, np.ndarray] = {k: walk() for k in HISTORY_KEYS}
     cols[metrics.ENV_STEPS] = its * 2000.0
     rows = ((int(i), k, float(cols[k][i - 1]), float(t[i - 1])) for k in HISTORY_KEYS for i in its)
     evals = ((int(i), metrics.EVAL_SUCCESS, float(cols[metrics.SUCCESS][i - 1]), float(t[i - 1])) for i in its[9::10])
@@ -234,7 +234,8 @@ def history_at_scale(app, tmp: Path, runs: int, repeats: int) -> None:
     print(f"History's groups sorted by a column: median {statistics.median(group_sorts):.1f} ms "
           f"(max {max(group_sorts):.1f})")
     win.close()
-    loop.run_until_complete(win.finished)
+    if win.finished is not None:
+        loop.run_until_complete(win.finished)
 
 
 def main() -> None:
