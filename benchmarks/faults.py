@@ -530,14 +530,15 @@ def concurrency(root: Path, seconds: float = 120, engines: int = 3, iterations: 
                 timeout: float | None = None) -> dict:
     """Three engines (one after another in each of `engines` slots), the console following the
     newest live run, `rla runs` in a loop and `holds` write-lock holds of `hold_s` at random
-    moments, for at least `seconds` and then on until what is checked has happened: every hold
-    taken and released while engines run, the console following a run, `min_polls` `rla runs`
-    answered. A busy machine makes the scenario longer instead of leaving a guarantee unchecked;
-    `timeout` (default `seconds` + 600) bounds it, and what it had not seen by then is a harness
-    violation. The console counts as responsive when its 5 ms timer is late by at most
-    `max_p99_ms` at the 99th percentile and never by more than `max_late_ms` (default: half a
-    hold, so a GUI thread that waited on the lock would show; CPU starvation on 2 cores alone
-    stays well under it)."""
+    moments once the console follows a run, for at least `seconds` and then on until what is
+    checked has happened: every hold taken and released while engines run, the console following
+    a run, `min_polls` `rla runs` answered. A busy machine makes the scenario longer instead of
+    leaving a guarantee unchecked; `timeout` (default `seconds` + 600) bounds it, and what it had
+    not seen by then is a harness violation.
+
+    The console counts as responsive when its 5 ms timer is late by at most `max_p99_ms` at the
+    99th percentile and never by more than `max_late_ms` (default: half a hold, so a GUI thread
+    that waited on the lock would show; CPU starvation on 2 cores alone stays well under it)."""
     max_late_ms = max_late_ms or hold_s * 500
     v = verdict or Verdict()
     rng = random.Random(seed)
@@ -587,14 +588,19 @@ def concurrency(root: Path, seconds: float = 120, engines: int = 3, iterations: 
     for t in threads:
         t.start()
     plan = _hold_plan(holds or max(1, round(seconds / 24)), seconds, hold_s, rng)
+
+    def until(seen: Callable[[], bool]) -> None:      # bounded; over early if every engine slot ended
+        while not seen() and time.monotonic() < give_up and any(t.is_alive() for t in threads[:engines]):
+            time.sleep(0.2)
+    # the console opens the database once an engine made it; the holds begin once it follows a
+    # run, so that a console waiting on the lock would show
+    until(lambda: any(wait_for_run(db, f"e{i}-1", timeout=0.1) for i in range(engines)))
+    console = start_console(db, out, seconds=max(5.0, give_up - time.monotonic()), follow=True)
+    until(console_followed)
     holder = subprocess.Popen([sys.executable, "-c", HOLDER, str(db), __import__("json").dumps(plan)],
                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     threads.append(guarded(holder_ends))
     threads[-1].start()
-    while time.monotonic() < give_up and any(t.is_alive() for t in threads[:engines]) and not any(
-            wait_for_run(db, f"e{i}-1", timeout=0.1) for i in range(engines)):
-        time.sleep(0.2)     # the console opens the database once an engine made it
-    console = start_console(db, out, seconds=max(5.0, give_up - time.monotonic()), follow=True)
     for t in threads:
         t.join()
     console_log = stop_console(console, out, timeout=120)
