@@ -538,7 +538,9 @@ def concurrency(root: Path, seconds: float = 120, engines: int = 3, iterations: 
 
     The console counts as responsive when its 5 ms timer is late by at most `max_p99_ms` at the
     99th percentile and never by more than `max_late_ms` (default: half a hold, so a GUI thread
-    that waited on the lock would show; CPU starvation on 2 cores alone stays well under it)."""
+    that waited on the lock would show), not counting the time its GUI thread waited for a CPU:
+    what the rest of the machine runs is not the console's doing (the lateness with that time is
+    reported too)."""
     max_late_ms = max_late_ms or hold_s * 500
     v = verdict or Verdict()
     rng = random.Random(seed)
@@ -619,7 +621,7 @@ def concurrency(root: Path, seconds: float = 120, engines: int = 3, iterations: 
                 f"`rla runs` exit {r.returncode}: {last_line(r.stderr)}")
         v.check("concurrency: every `rla runs` exits 0", r.returncode == 0,
                 f"`rla runs` exit {r.returncode}: {last_line(r.stderr)}")
-    late = report.get("lateness") or {}
+    late, own = report.get("lateness") or {}, report.get("lateness_own") or {}
     during = [ms for t, ms in report.get("stalls", []) if any(h["got"] <= t <= h["released"] + 0.5 for h in held)]
     outside = [ms for t, ms in report.get("stalls", []) if not any(h["got"] <= t <= h["released"] + 0.5
                                                                    for h in held)]
@@ -627,10 +629,12 @@ def concurrency(root: Path, seconds: float = 120, engines: int = 3, iterations: 
     v.check("concurrency: no lock error reaches a user", not [e for e in errors if LOCK_TEXT.search(e)],
             f"console: {[e for e in errors if LOCK_TEXT.search(e)][:3]}")
     v.check("concurrency: the console shows no error", not errors, f"console: {errors[:3]}")
-    v.check("concurrency: the console stays responsive", late.get("n", 0) > 0 and late["p99"] <= max_p99_ms
-            and late["max"] <= max_late_ms,
-            f"console 5 ms timer lateness p50 {late.get('p50')} p99 {late.get('p99')} max {late.get('max')} ms")
+    v.check("concurrency: the console stays responsive", own.get("n", 0) > 0 and own["p99"] <= max_p99_ms
+            and own["max"] <= max_late_ms,
+            f"console 5 ms timer lateness less waits for a CPU p50 {own.get('p50')} p99 {own.get('p99')} "
+            f"max {own.get('max')} ms (with them: p99 {late.get('p99')} max {late.get('max')} ms)")
     lat = [round(x, 1) for x in (late.get("p50", 0), late.get("p99", 0), late.get("max", 0))]
+    lat_own = [round(x, 1) for x in (own.get("p50", 0), own.get("p99", 0), own.get("max", 0))]
     rows = [("engine runs (3 at a time)", len(runs), sum(e.proc.returncode == 0 for _, e in runs)),
             ("`rla runs` calls", len(cli), sum(r.returncode == 0 for r in cli)),
             ("write-lock holds (s held / s waited)", len(held),
@@ -638,12 +642,14 @@ def concurrency(root: Path, seconds: float = 120, engines: int = 3, iterations: 
             ("console errors shown", len(errors), "; ".join(errors[:2])[:100]),
             ("console runs opened", len(report.get("opened", [])), ""),
             ("console 5 ms timer lateness p50/p99/max ms", late.get("n", 0), lat),
+            ("  the same less the GUI thread's waits for a CPU", own.get("n", 0), lat_own),
             ("  ticks > 20 ms late while the lock was held / not (max ms)", f"{len(during)} / {len(outside)}",
              f"{max(during, default=0):.0f} / {max(outside, default=0):.0f}")]
     say(table(f"concurrency: {time.monotonic() - start:.0f} s (at least {seconds:.0f}), {engines} engines + console "
               "+ `rla runs` loop", rows,
               ("what", "count", "ok / figures")))
-    return {"runs": len(runs), "cli": len(cli), "holds": held, "lateness": late, "errors": errors}
+    return {"runs": len(runs), "cli": len(cli), "holds": held, "lateness": late, "lateness_own": own,
+            "errors": errors}
 
 
 # the second campaign's classes: --only name -> the module whose campaign(root, verdict) runs it
