@@ -243,12 +243,12 @@ def campaign(root: Path, verdict: Verdict, say=print, full: bool = False) -> dic
                                                    root / f"v{nv[0]:04d}"), enumerate(todo)))
     groups: dict[str, list[int]] = {}
     for v, res in zip(todo, results):
-        held = not res["problems"]
+        variant_held = not res["problems"]
         g = groups.setdefault(v["group"], [0, 0, 0])
-        g[0], g[1], g[2] = g[0] + 1, g[1] + int(held), g[2] + int(res["refused"])
+        g[0], g[1], g[2] = g[0] + 1, g[1] + int(variant_held), g[2] + int(res["refused"])
         guarantee = "imports: refused in one line naming the field, nothing written" if res["refused"] or v["refuse"] \
             else "imports: an accepted import stays readable"
-        verdict.check(guarantee, held, f"{v['name']}: " + "; ".join(res["problems"])[:300])
+        verdict.check(guarantee, variant_held, f"{v['name']}: " + "; ".join(res["problems"])[:300])
     tried_valid, held_valid = valid_imports(root, verdict)
     rows = [(g, n, h, rf) for g, (n, h, rf) in groups.items()] + [("valid exports", tried_valid, held_valid, 0)]
     tried = sum(r[1] for r in rows)

@@ -110,8 +110,8 @@ def _clean(res, what: str, problems: list[str], codes=(0,)) -> bool:
     if res.returncode not in codes:
         problems.append(f"{what}: exit {res.returncode}: {last_line(res.stderr)}")
         return False
-    if UNSAFE.search(out):
-        problems.append(f"{what}: a raw control character reached the terminal: {UNSAFE.search(out).group()!r}")
+    if raw := UNSAFE.search(out):
+        problems.append(f"{what}: a raw control character reached the terminal: {raw.group()!r}")
         return False
     return True
 
@@ -164,7 +164,7 @@ def attempt(base_db: Path, ids: list[str], work: Path, t: str, column: str, labe
         problems.append(f"runs: lists {[r.get('id') for r in rows]}")
 
     if t == "runs":
-        mine = next((r for r in rows if r.get("id") not in others), {})
+        mine: dict = next((r for r in rows if r.get("id") not in others), {})
         flagged = column in (mine.get("damaged") or {})
         line = next((ln for ln in text_lines if ln and not any(ln.startswith(i) for i in others)
                      and not ln.startswith("id ")), "")
@@ -217,19 +217,22 @@ def campaign(root: Path, verdict: Verdict, say=print, every: bool = False, quick
     # damages any column (a blob), or after every damaging edit with --all
     plan = [(t, column, label, every or label == "blob") for t, column, label in todo]
     work = root / "edits"
+
+    def one(edit: tuple[str, str, str, bool]) -> tuple[tuple[str, str, str], dict]:
+        t, column, label, resume = edit
+        return (t, column, label), attempt(base, ids, work, t, column, label, every=every, resume=resume)
     with ThreadPoolExecutor(max_workers=max(2, os.cpu_count() or 2)) as pool:
-        results = list(pool.map(lambda e: (e[:3], attempt(base, ids, work, *e[:3], every=every, resume=e[3])),
-                                plan))
+        results = list(pool.map(one, plan))
     per_table: dict[str, list[int]] = {}
     refused = 0
     for (t, column, label), r in results:
         if not r["applied"]:
             refused += 1
             continue
-        held = all(r["checks"].values())
+        edit_held = all(r["checks"].values())
         per_table.setdefault(t, [0, 0])
         per_table[t][0] += 1
-        per_table[t][1] += int(held)
+        per_table[t][1] += int(edit_held)
         for guarantee, ok in r["checks"].items():
             verdict.check(f"rows: {guarantee}", ok, f"{t}.{column} = {label}: " + "; ".join(r["problems"])[:300])
     tried = sum(v[0] for v in per_table.values())

@@ -23,6 +23,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -462,6 +463,17 @@ def read_console(out: Path) -> dict:
         return {}
 
 
+def queued_ms_reader() -> Callable[[], float]:
+    """A reader of the calling thread's total time waiting for a CPU, in ms (Linux: the second
+    field of /proc/thread-self/schedstat); where there is none, a reader that always says 0."""
+    try:
+        fd = os.open("/proc/thread-self/schedstat", os.O_RDONLY)
+        os.pread(fd, 128, 0)
+    except OSError:
+        return lambda: 0.0
+    return lambda: int(os.pread(fd, 128, 0).split()[1]) / 1e6
+
+
 def console_main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(prog="fault_support.py console")
     ap.add_argument("--db", required=True)
@@ -501,26 +513,38 @@ def console_main(argv: list[str]) -> int:
     asyncio.set_event_loop(loop)
     loop.set_exception_handler(lambda _l, ctx: error(f"asyncio: {ctx.get('message')} {ctx.get('exception')!r}"))
     settings = QtCore.QSettings(str(Path(tempfile.mkdtemp()) / "console.ini"), QtCore.QSettings.Format.IniFormat)
-    win = MainWindow(Path(a.db), settings=settings)
-    win.ask_close_choice = lambda run_id: "detach"
+    class DetachingWindow(MainWindow):
+        def ask_close_choice(self, run_id: str) -> str:
+            return "detach"         # no modal dialog: the harness stops the engine itself
+
+    win = DetachingWindow(Path(a.db), settings=settings)
     win.resize(1400, 900)
     win.show()
     win.controller.engine_failed.connect(
         lambda run_id, message: error(f"error dialog (engine failed) for {run_id}: {last_line(message)}"))
-    win.statusBar().messageChanged.connect(lambda m: m.lower().startswith("error") and error(f"status bar: {m}"))
+
+    def on_status(message: str) -> None:
+        if message.lower().startswith("error"):
+            error(f"status bar: {message}")
+    win.statusBar().messageChanged.connect(on_status)
 
     t0 = time.monotonic()
     late_t, late = array.array("d"), array.array("d")
-    last = [time.perf_counter()]
+    # the lateness less the GUI thread's time waiting for a CPU: what the console itself spent
+    # (its work, a wait on a lock), whatever else the machine runs
+    own_late = array.array("d")
+    queued = queued_ms_reader()
+    last = [time.perf_counter(), queued()]
 
     stalls: list[tuple[float, float]] = []     # (wall-clock time, ms) of ticks more than 20 ms late
 
     def tick():
-        now = time.perf_counter()
+        now, in_queue = time.perf_counter(), queued()
         late_t.append(time.monotonic() - t0)
         ms = max(0.0, (now - last[0]) * 1000 - 5.0)
         late.append(ms)
-        last[0] = now
+        own_late.append(max(0.0, ms - (in_queue - last[1])))
+        last[0], last[1] = now, in_queue
         if ms > 20 and len(stalls) < 5000:
             stalls.append((time.time(), ms))
     timer = QtCore.QTimer()
@@ -531,24 +555,25 @@ def console_main(argv: list[str]) -> int:
     rss: list[tuple[float, float]] = []
     opened: list[str] = []
     seen_boxes: set[int] = set()
-    state = {"loaded_at": None}
+    state: dict[str, float | None] = {"loaded_at": None}
 
-    def stats(since: float = 0.0) -> dict:
+    def stats(since: float = 0.0, of: array.array = late) -> dict:
         # numpy over the arrays' own buffers: a Python list of every sample (200 a second) was
         # built twice per report and grew the very process whose memory the soak measures
         import numpy as np
         ts = np.frombuffer(late_t, dtype=np.float64)
-        xs = np.sort(np.frombuffer(late, dtype=np.float64)[:len(ts)][ts >= since][1:])
+        xs = np.sort(np.frombuffer(of, dtype=np.float64)[:len(ts)][ts >= since][1:])
         del ts      # no view may outlive this call: the arrays grow on the next tick
         n = len(xs)
         at = lambda q: float(xs[min(n - 1, max(0, round(q / 100 * (n - 1))))]) if n else float("nan")  # noqa: E731
         return {"n": n, "p50": at(50), "p99": at(99), "max": float(xs[-1]) if n else float("nan")}
 
     def report(final: bool = False) -> None:
-        points = {k: c.n for k, c in win.data.columns.items()}
+        points = {k: c.n for k, c in win.controller.session.data.columns.items()}
         doc = {"pid": os.getpid(), "elapsed": time.monotonic() - t0, "final": final, "errors": errors,
-               "qt_messages": qt_messages, "opened": opened, "run_id": win.session.run_id, "points": points,
-               "rss": rss, "lateness": stats(), "stalls": stalls, "loaded_at": state["loaded_at"],
+               "qt_messages": qt_messages, "opened": opened, "run_id": win.controller.session.run_id, "points": points,
+               "rss": rss, "lateness": stats(), "lateness_own": stats(of=own_late), "stalls": stalls,
+               "loaded_at": state["loaded_at"],
                "lateness_after_load": stats(state["loaded_at"]) if state["loaded_at"] is not None else None}
         tmp = Path(a.out + ".tmp")
         tmp.write_text(json.dumps(doc))
@@ -558,7 +583,7 @@ def console_main(argv: list[str]) -> int:
         deadline = t0 + a.seconds
         next_report = 0.0
         while time.monotonic() < deadline and not os.path.exists(a.out + ".stop"):
-            s = win.session
+            s = win.controller.session
             if a.run and s.run_id != a.run:
                 win.open_run(a.run)
                 opened.append(a.run)
@@ -576,7 +601,7 @@ def console_main(argv: list[str]) -> int:
                 if isinstance(w, QtWidgets.QMessageBox) and w.isVisible() and id(w) not in seen_boxes:
                     seen_boxes.add(id(w))
                     error(f"dialog {w.windowTitle()!r}: {w.text()} {w.informativeText()}")
-            if state["loaded_at"] is None and win.data.columns and win.data.last_iteration() > 0 and a.run:
+            if state["loaded_at"] is None and s.data.columns and s.data.last_iteration() > 0 and a.run:
                 state["loaded_at"] = time.monotonic() - t0
             now = time.monotonic() - t0
             if now >= next_report:

@@ -34,12 +34,14 @@ import textwrap
 import threading
 import time
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from fault_support import (LOCK_TEXT, ROOT, Engine, Verdict, committed, compare, comparable, connect,
                            fill, fsize_limit, half_iterations, integrity, last_line, mount_tmpfs, open_tmp,
-                           read_console, rla, run_ids, run_row, sigstop, start_console, table, tiny, tmp_files,
+                           read_console, rla, run_ids, run_row, sigstop, start_console, stop_console, table, tiny,
+                           tmp_files,
                            umount, wait_for_run, wal_uncommitted_frames, write_lock_holders)
 import itertools
 
@@ -192,8 +194,9 @@ def crash_campaign(root: Path, kills: int = 60, iterations: int = 30, seeds=(1, 
         name = f"trial-{n}"
         eng = spawn(*args(s), "--name", name)
         run_id = wait_for_run(db, name, eng)
-        if not v.check("crash: every `rla run` starts", run_id is not None,
-                       f"{name}: `rla run` ended before creating its run: {last_line(eng.output())}"):
+        started = v.check("crash: every `rla run` starts", run_id is not None,
+                          f"{name}: `rla run` ended before creating its run: {last_line(eng.output())}")
+        if not started or run_id is None:       # the same test twice: the second one narrows the type
             eng.wait(60)
             with lock:
                 if n < 3 * len(plan):     # its kills go to a fresh run (a bounded number of times)
@@ -499,69 +502,118 @@ def _check_engines(db: Path, runs: list, iterations: int, v: Verdict) -> None:
         conn.close()
 
 
+def _hold_plan(n: int, seconds: float, hold_s: float, rng: random.Random) -> list[tuple[float, float]]:
+    """(moment, length) of `n` write-lock holds at random moments of the window, none overlapping."""
+    span = (0.15 * seconds, 0.85 * seconds - hold_s)
+    plan, at = [], span[0]
+    for j in range(n):
+        room = (span[1] - at) / (n - j) - hold_s
+        at += rng.uniform(0, max(0.0, room))
+        plan.append((round(at, 2), hold_s))
+        at += hold_s + 1
+    return plan
+
+
+def _output_of(proc: subprocess.Popen, timeout: float) -> str:
+    """What `proc` printed, once it exits (killed after `timeout` s)."""
+    try:
+        text, _ = proc.communicate(timeout=max(1.0, timeout))
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        text, _ = proc.communicate()
+    return text or ""
+
+
 def concurrency(root: Path, seconds: float = 120, engines: int = 3, iterations: int = 40, hold_s: float = 5.0,
                 holds: int | None = None, seed: int = 0, say=print, verdict: Verdict | None = None,
-                max_p99_ms: float = 200.0, max_late_ms: float | None = None) -> dict:
+                max_p99_ms: float = 200.0, max_late_ms: float | None = None, min_polls: int = 3,
+                timeout: float | None = None) -> dict:
     """Three engines (one after another in each of `engines` slots), the console following the
     newest live run, `rla runs` in a loop and `holds` write-lock holds of `hold_s` at random
-    moments, for `seconds`. The console counts as responsive when its 5 ms timer is late by at
-    most `max_p99_ms` at the 99th percentile and never by more than `max_late_ms` (default: half
-    a hold, so a GUI thread that waited on the lock would show; CPU starvation on 2 cores alone
-    stays well under it)."""
+    moments once the console follows a run, for at least `seconds` and then on until what is
+    checked has happened: every hold taken and released while engines run, the console following
+    a run, `min_polls` `rla runs` answered. A busy machine makes the scenario longer instead of
+    leaving a guarantee unchecked; `timeout` (default `seconds` + 600) bounds it, and what it had
+    not seen by then is a harness violation.
+
+    The console counts as responsive when its 5 ms timer is late by at most `max_p99_ms` at the
+    99th percentile and never by more than `max_late_ms` (default: half a hold, so a GUI thread
+    that waited on the lock would show), not counting the time its GUI thread waited for a CPU:
+    what the rest of the machine runs is not the console's doing (the lateness with that time is
+    reported too)."""
     max_late_ms = max_late_ms or hold_s * 500
     v = verdict or Verdict()
     rng = random.Random(seed)
-    db = root / "conc.db"
-    deadline = time.monotonic() + seconds
+    db, out = root / "conc.db", root / "console.json"
+    start = time.monotonic()
+    window_end, give_up = start + seconds, start + (timeout or seconds + 600)
     runs: list[tuple[str, Engine]] = []
     cli: list[subprocess.CompletedProcess] = []
+    holder_out: list[str] = []
+    holds_done = threading.Event()
+
+    def going_on(seen: Callable[[], bool]) -> bool:
+        """Within the window; after it, until `seen()` or the timeout."""
+        now = time.monotonic()
+        return now < window_end or (now < give_up and not seen())
+
+    def console_followed() -> bool:
+        return bool(read_console(out).get("opened"))
 
     def slot(i: int) -> None:
         k = 0
-        while time.monotonic() < deadline:
+        while going_on(lambda: holds_done.is_set() and console_followed()):
             k += 1
             eng = Engine(db, "run", *tiny(), "--iterations", str(iterations), "--seed", str(i), "--name", f"e{i}-{k}")
             runs.append((f"e{i}-{k}", eng))
             eng.wait(timeout=seconds + 300)
 
     def lister() -> None:
-        # on a loaded machine the engines may take the whole window to create the database: at
-        # least one `rla runs` is made all the same (bounded), so the check never goes unchecked
-        while time.monotonic() < deadline or (not cli and time.monotonic() < deadline + 120):
+        while going_on(lambda: holds_done.is_set() and len(cli) >= min_polls):
             if db.exists():
                 cli.append(rla(db, "runs"))
             time.sleep(0.2)
-    threads = [threading.Thread(target=slot, args=(i,)) for i in range(engines)] + [threading.Thread(target=lister)]
+
+    def holder_ends() -> None:
+        holder_out.append(_output_of(holder, give_up - time.monotonic()))
+        holds_done.set()
+
+    def guarded(target, *args) -> threading.Thread:
+        def run() -> None:
+            try:
+                target(*args)
+            except Exception as e:    # a harness error is reported with the rest, never silent
+                v.check("harness ran", False, f"concurrency, {target.__name__}: {type(e).__name__}: {e}")
+        return threading.Thread(target=run)
+
+    threads = [guarded(slot, i) for i in range(engines)] + [guarded(lister)]
     for t in threads:
         t.start()
-    n = holds or max(1, round(seconds / 24))
-    span = (0.15 * seconds, 0.85 * seconds - hold_s)
-    plan, at = [], span[0]
-    for j in range(n):   # random moments, no two holds overlapping
-        room = (span[1] - at) / (n - j) - hold_s
-        at += rng.uniform(0, max(0.0, room))
-        plan.append((round(at, 2), hold_s))
-        at += hold_s + 1
+    plan = _hold_plan(holds or max(1, round(seconds / 24)), seconds, hold_s, rng)
+
+    def until(seen: Callable[[], bool]) -> None:      # bounded; over early if every engine slot ended
+        while not seen() and time.monotonic() < give_up and any(t.is_alive() for t in threads[:engines]):
+            time.sleep(0.2)
+    # the console opens the database once an engine made it; the holds begin once it follows a
+    # run, so that a console waiting on the lock would show
+    until(lambda: any(wait_for_run(db, f"e{i}-1", timeout=0.1) for i in range(engines)))
+    console = start_console(db, out, seconds=max(5.0, give_up - time.monotonic()), follow=True)
+    until(console_followed)
     holder = subprocess.Popen([sys.executable, "-c", HOLDER, str(db), __import__("json").dumps(plan)],
                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    deadline_first = time.monotonic() + 90
-    while time.monotonic() < deadline_first and not any(wait_for_run(db, f"e{i}-1", timeout=0.1)
-                                                         for i in range(engines)):
-        time.sleep(0.2)     # the console opens the database once an engine made it
-    out = root / "console.json"
-    console = start_console(db, out, seconds=max(5.0, deadline - time.monotonic()), follow=True)
+    threads.append(guarded(holder_ends))
+    threads[-1].start()
     for t in threads:
         t.join()
-    holder_out, _ = holder.communicate(timeout=120)
-    try:
-        console_log, _ = console.communicate(timeout=120)
-    except subprocess.TimeoutExpired:
-        console.kill()
-        console_log, _ = console.communicate()
+    console_log = stop_console(console, out, timeout=120)
     report = read_console(out)
-    held = [__import__("json").loads(line) for line in holder_out.splitlines() if line.startswith("{")]
+    held = [__import__("json").loads(line) for line in "".join(holder_out).splitlines() if line.startswith("{")]
+    v.check("harness ran", len(cli) >= min_polls and holds_done.is_set() and bool(report.get("opened")),
+            f"concurrency: in {time.monotonic() - start:.0f} s (timeout {give_up - start:.0f} s) "
+            f"{len(cli)}/{min_polls} `rla runs` answered, {len(held)}/{len(plan)} holds, "
+            f"console followed {len(report.get('opened', []))} runs")
     v.check("concurrency: the write lock was held", len(held) == len(plan),
-            f"lock holder: {len(held)}/{len(plan)} holds: {last_line(holder_out)}")
+            f"lock holder: {len(held)}/{len(plan)} holds: {last_line(''.join(holder_out))}")
     with v.reading("after the concurrency run"):
         _check_engines(db, runs, iterations, v)
     for r in cli:
@@ -569,7 +621,7 @@ def concurrency(root: Path, seconds: float = 120, engines: int = 3, iterations: 
                 f"`rla runs` exit {r.returncode}: {last_line(r.stderr)}")
         v.check("concurrency: every `rla runs` exits 0", r.returncode == 0,
                 f"`rla runs` exit {r.returncode}: {last_line(r.stderr)}")
-    late = report.get("lateness") or {}
+    late, own = report.get("lateness") or {}, report.get("lateness_own") or {}
     during = [ms for t, ms in report.get("stalls", []) if any(h["got"] <= t <= h["released"] + 0.5 for h in held)]
     outside = [ms for t, ms in report.get("stalls", []) if not any(h["got"] <= t <= h["released"] + 0.5
                                                                    for h in held)]
@@ -577,10 +629,12 @@ def concurrency(root: Path, seconds: float = 120, engines: int = 3, iterations: 
     v.check("concurrency: no lock error reaches a user", not [e for e in errors if LOCK_TEXT.search(e)],
             f"console: {[e for e in errors if LOCK_TEXT.search(e)][:3]}")
     v.check("concurrency: the console shows no error", not errors, f"console: {errors[:3]}")
-    v.check("concurrency: the console stays responsive", late.get("n", 0) > 0 and late["p99"] <= max_p99_ms
-            and late["max"] <= max_late_ms,
-            f"console 5 ms timer lateness p50 {late.get('p50')} p99 {late.get('p99')} max {late.get('max')} ms")
+    v.check("concurrency: the console stays responsive", own.get("n", 0) > 0 and own["p99"] <= max_p99_ms
+            and own["max"] <= max_late_ms,
+            f"console 5 ms timer lateness less waits for a CPU p50 {own.get('p50')} p99 {own.get('p99')} "
+            f"max {own.get('max')} ms (with them: p99 {late.get('p99')} max {late.get('max')} ms)")
     lat = [round(x, 1) for x in (late.get("p50", 0), late.get("p99", 0), late.get("max", 0))]
+    lat_own = [round(x, 1) for x in (own.get("p50", 0), own.get("p99", 0), own.get("max", 0))]
     rows = [("engine runs (3 at a time)", len(runs), sum(e.proc.returncode == 0 for _, e in runs)),
             ("`rla runs` calls", len(cli), sum(r.returncode == 0 for r in cli)),
             ("write-lock holds (s held / s waited)", len(held),
@@ -588,11 +642,14 @@ def concurrency(root: Path, seconds: float = 120, engines: int = 3, iterations: 
             ("console errors shown", len(errors), "; ".join(errors[:2])[:100]),
             ("console runs opened", len(report.get("opened", [])), ""),
             ("console 5 ms timer lateness p50/p99/max ms", late.get("n", 0), lat),
+            ("  the same less the GUI thread's waits for a CPU", own.get("n", 0), lat_own),
             ("  ticks > 20 ms late while the lock was held / not (max ms)", f"{len(during)} / {len(outside)}",
              f"{max(during, default=0):.0f} / {max(outside, default=0):.0f}")]
-    say(table(f"concurrency: {seconds:.0f} s, {engines} engines + console + `rla runs` loop", rows,
+    say(table(f"concurrency: {time.monotonic() - start:.0f} s (at least {seconds:.0f}), {engines} engines + console "
+              "+ `rla runs` loop", rows,
               ("what", "count", "ok / figures")))
-    return {"runs": len(runs), "cli": len(cli), "holds": held, "lateness": late, "errors": errors}
+    return {"runs": len(runs), "cli": len(cli), "holds": held, "lateness": late, "lateness_own": own,
+            "errors": errors}
 
 
 # the second campaign's classes: --only name -> the module whose campaign(root, verdict) runs it
@@ -603,7 +660,7 @@ SECOND_CAMPAIGN = {"twins": "fault_twins", "links": "fault_links", "imports": "f
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--kills", type=int, default=60)
-    ap.add_argument("--seconds", type=float, default=120.0, help="length of the concurrency part")
+    ap.add_argument("--seconds", type=float, default=120.0, help="least length of the concurrency part")
     ap.add_argument("--iterations", type=int, default=30, help="iterations of each killed run")
     ap.add_argument("--only", default=",".join(("crash", "disk", "concurrency", *SECOND_CAMPAIGN)))
     ap.add_argument("--seed", type=int, default=0)

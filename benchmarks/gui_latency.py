@@ -44,7 +44,7 @@ def pct(xs, q):
 async def stalls_while_streaming(win: MainWindow, seconds: float) -> list[float]:
     """Intervals of a 5 ms timer beyond 5 ms, while a quickstart run streams into the window."""
     cfg = build(preset="quickstart", sets=["run.iterations=100000"])
-    run_id = await win.session.client.start(cfg, preset="quickstart", name="latency")
+    run_id = await win.controller.session.client.start(cfg, preset="quickstart", name="latency")
     win.open_run(run_id)
     await asyncio.sleep(3.0)          # history loaded, plots drawing
     late, last = [], time.perf_counter()
@@ -60,9 +60,9 @@ async def stalls_while_streaming(win: MainWindow, seconds: float) -> list[float]
     timer.start(5)
     await asyncio.sleep(seconds)
     timer.stop()
-    iterations = win.data.last_iteration()
-    await win.session.client.stop(run_id)
-    await win.session.client.wait(run_id)
+    iterations = win.controller.session.data.last_iteration()
+    await win.controller.session.client.stop(run_id)
+    await win.controller.session.client.wait(run_id)
     print(f"  streamed {iterations} iterations into the window during the measurement")
     return late[1:]
 
@@ -74,7 +74,7 @@ def make_history(db: Path, n: int) -> str:
     its = np.arange(1, n + 1)
     t = 1.7e9 + its * 0.05
     walk = lambda: np.clip(0.5 + np.cumsum(rng.normal(0, 0.002, n)), 0, 1)   # noqa: E731
-    cols = {k: walk() for k in HISTORY_KEYS}
+    cols: dict[str, np.ndarray] = {k: walk() for k in HISTORY_KEYS}
     cols[metrics.ENV_STEPS] = its * 2000.0
     rows = ((int(i), k, float(cols[k][i - 1]), float(t[i - 1])) for k in HISTORY_KEYS for i in its)
     evals = ((int(i), metrics.EVAL_SUCCESS, float(cols[metrics.SUCCESS][i - 1]), float(t[i - 1])) for i in its[9::10])
@@ -88,7 +88,7 @@ def make_history(db: Path, n: int) -> str:
 async def load_history(win: MainWindow) -> float:
     t0 = time.perf_counter()
     win.open_run("big")
-    while win.data.last_iteration() < 1 or win.session.run is None:
+    while win.controller.session.data.last_iteration() < 1 or win.controller.session.run is None:
         await asyncio.sleep(0.1)
     return time.perf_counter() - t0
 
@@ -96,6 +96,7 @@ async def load_history(win: MainWindow) -> float:
 def redraw_and_pan(win: MainWindow, app, repeats: int) -> tuple[list[float], list[float]]:
     """Run outside any asyncio task: a synchronous repaint may process queued events."""
     plots = [win.dashboard.policy, win.dashboard.agreement, win.dashboard.balance, win.dashboard.difficulty]
+    data = win.controller.session.data
     for p in plots:
         p.plotItem.enableAutoRange()
     win.dashboard.refresh()
@@ -109,10 +110,10 @@ def redraw_and_pan(win: MainWindow, app, repeats: int) -> tuple[list[float], lis
         for p in plots:
             p.grab()      # renders the whole plot now, as a repaint would
         full.append((time.perf_counter() - t) * 1000)
-        lo = (100_000 + r * 20_000) * win.data.last_iteration() / 1_000_000
+        lo = (100_000 + r * 20_000) * data.last_iteration() / 1_000_000
         t = time.perf_counter()
         for p in plots:
-            p.plotItem.setXRange(lo, lo + (200_000 - r * 5_000) * win.data.last_iteration() / 1_000_000, padding=0)
+            p.plotItem.setXRange(lo, lo + (200_000 - r * 5_000) * data.last_iteration() / 1_000_000, padding=0)
             p.grab()      # renders the whole plot now, as a repaint would
         pan.append((time.perf_counter() - t) * 1000)
         for p in plots:
@@ -128,7 +129,7 @@ def added_chart(win: MainWindow, app, repeats: int) -> tuple[float, list[float],
     app.processEvents()
     plot.grab()
     added = (time.perf_counter() - t) * 1000
-    n = win.data.last_iteration()
+    n = win.controller.session.data.last_iteration()
     full, pan = [], []
     for r in range(repeats):
         plot.plotItem.enableAutoRange()
@@ -233,7 +234,8 @@ def history_at_scale(app, tmp: Path, runs: int, repeats: int) -> None:
     print(f"History's groups sorted by a column: median {statistics.median(group_sorts):.1f} ms "
           f"(max {max(group_sorts):.1f})")
     win.close()
-    loop.run_until_complete(win.finished)
+    if win.finished is not None:
+        loop.run_until_complete(win.finished)
 
 
 def main() -> None:

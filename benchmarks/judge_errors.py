@@ -58,7 +58,7 @@ def table(db: Path, group: str) -> str:
     for arm, ids in by_arm.items():
         per_key = {key: [quarters(store, run_id, key) for run_id in ids] for _, key in KEYS}
         for q in range(QUARTERS):
-            cells = [cell([qs[q] for qs in per_key[key] if qs[q] is not None]) for _, key in KEYS]
+            cells = [cell([v for qs in per_key[key] if (v := qs[q]) is not None]) for _, key in KEYS]
             lines.append(f"| {arm if q == 0 else ''} | {q + 1} | " + " | ".join(cells) + " |")
     store.close()
     return "\n".join(lines) + "\n"

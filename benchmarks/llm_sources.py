@@ -14,13 +14,14 @@ import argparse
 import os
 import tempfile
 import time
+from typing import Any
 
 import torch
 
 from rla_engine.llm.sources import SMOLLM2, TINY_RANDOM, check_source, load_model
 
 
-def timed_load(source: str) -> tuple[float, object, object]:
+def timed_load(source: str) -> tuple[float, Any, Any]:
     t0 = time.perf_counter()
     model, tok = load_model(source, device="cpu", dtype="float32", trainable=False)
     return time.perf_counter() - t0, model, tok

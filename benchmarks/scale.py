@@ -80,9 +80,11 @@ def iteration_times(kind: str, state: dict, n: int, batch: int = 16) -> list[flo
 
 
 def fault(state: dict, n: int) -> dict:
-    def run(kill_at: int | None) -> tuple[list[dict], list[float], list]:
+    def run(kill_at: int | None) -> tuple[list[dict], list[float], list[tuple[str, dict]]]:
         tr = trainer("ray", state=state)
-        values, times, events = [], [], []
+        values: list[dict] = []
+        times: list[float] = []
+        events: list[tuple[str, dict]] = []
         try:
             for i in range(n):
                 if i == kill_at:

@@ -23,7 +23,7 @@ async def scenario(win: MainWindow, out: Path, seconds: float, iterations: int) 
                              "quickstart")
     win.run_form.name_edit.setText("quickstart (screenshot)")
     win.run_form.start_button.click()
-    while win.session.run_id is None:
+    while win.controller.session.run_id is None:
         await asyncio.sleep(0.1)
     await asyncio.sleep(seconds)
     win.grab().save(str(out / "console-live.png"))

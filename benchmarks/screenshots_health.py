@@ -33,13 +33,18 @@ async def until(predicate, timeout: float = 120.0) -> None:
         await asyncio.sleep(0.2)
 
 
+class StoppingWindow(MainWindow):
+    def ask_close_choice(self, run_id: str) -> str:
+        return "stop"           # no modal dialog at the end: the run is stopped with the window
+
+
 async def scenario(win: MainWindow, out: Path) -> None:
     cfg = build(preset="tiny", sets=["run.iterations=400", "task.dataset_low=1.0", "task.dataset_high=1.0",
                                      "alerts.window=3", "run.system_every_s=0.5"])
     win.run_form.load_config(cfg.to_dict(), "tiny")
     win.run_form.name_edit.setText("pool out of reach")
     win.run_form.start_button.click()
-    await until(lambda: win.session.run_id is not None and win.data.last_iteration() >= 2)
+    await until(lambda: win.controller.session.run_id is not None and win.controller.session.data.last_iteration() >= 2)
     status = win.status_line
     await until(lambda: bool(status.active))
     win.dashboard.add_chart([metrics.IN_BAND, metrics.POSITIVE_FRACTION])
@@ -76,11 +81,10 @@ def main() -> None:
     asyncio.set_event_loop(loop)
     with tempfile.TemporaryDirectory() as tmp, loop:
         settings = QtCore.QSettings(str(Path(tmp) / "s.ini"), QtCore.QSettings.Format.IniFormat)
-        win = MainWindow(Path(tmp) / "h.db", settings=settings)
+        win = StoppingWindow(Path(tmp) / "h.db", settings=settings)
         win.resize(1600, 1000)
         win.show()
         loop.run_until_complete(scenario(win, out))
-        win.ask_close_choice = lambda run_id: "stop"
         win.close()
         if win.finished is not None:
             loop.run_until_complete(win.finished)

@@ -50,7 +50,8 @@ def make_history(db: Path, n: int, say) -> str:
     rng = np.random.default_rng(0)
     its = np.arange(4, n + 1)
     ts = t - (n - its) * 0.05
-    cols = {k: np.clip(0.5 + np.cumsum(rng.normal(0, 0.002, len(its))), 0, 1) for k in HISTORY_KEYS}
+    cols: dict[str, np.ndarray] = {k: np.clip(0.5 + np.cumsum(rng.normal(0, 0.002, len(its))), 0, 1)
+                                   for k in HISTORY_KEYS}
     cols[metrics.ENV_STEPS] = its * 256.0
     cols[metrics.ITERATION_S] = np.full(len(its), 0.05)
     # keys the real 3 iterations did not all store (a loss needs an update first) are filled in too,
@@ -71,7 +72,10 @@ def make_history(db: Path, n: int, say) -> str:
     owner = checkpoint.Owner(run_id, store.database_id)
     store.close()
     folder = checkpoints_dir(db, run_id)
-    state = checkpoint.load(checkpoint.latest(folder))
+    newest = checkpoint.latest(folder)
+    if newest is None:
+        raise SystemExit(f"soak: the seed run left no checkpoint in {folder}")
+    state = checkpoint.load(newest)
     state["iteration"], state["env_steps"] = n, n * 256
     checkpoint.save(folder, n, state, 3, owner)
     say(f"history: {n:,} iterations × {len(HISTORY_KEYS)} keys stored in {time.time() - t:.0f} s "
@@ -202,7 +206,7 @@ def main() -> int:
         rep = read_console(out)
         return report(a, v, rep, run_id, cmds, last, engine_rss, console_rss, stored)
     finally:
-        for p in (engine and engine.proc, console):
+        for p in (engine.proc if engine is not None else None, console):
             if p is not None and p.poll() is None:
                 p.kill()
         if not a.keep:

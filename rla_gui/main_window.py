@@ -26,8 +26,6 @@ from .panels.history import HistoryPanel, database_key
 from .panels.pool_table import PoolTablePanel
 from .panels.run_form import RunFormPanel
 from .panels.samples import SamplesPanel
-from .run_data import RunData
-from .session import RunSession
 from .theme import apply_plot_theme
 from .widgets import file_dialogs
 from .widgets.status_line import StatusLine
@@ -97,19 +95,6 @@ class MainWindow(QtWidgets.QMainWindow):
         if not self.restoreState(cast(QtCore.QByteArray, self.settings.value("state", QtCore.QByteArray()))):
             self.resizeDocks([self.form_dock, self.pool_dock], [360, 330], QtCore.Qt.Orientation.Horizontal)
             self.resizeDocks([self.events_dock], [200], QtCore.Qt.Orientation.Vertical)
-
-    # what tests, benchmarks and the fault harness read: the controller's state, by its old names
-    @property
-    def session(self) -> RunSession:
-        return self.controller.session
-
-    @property
-    def data(self) -> RunData:
-        return self.controller.session.data
-
-    @property
-    def db_path(self) -> Path:
-        return self.controller.db_path
 
     # -- layout ------------------------------------------------------------------------------
     def _dock(self, title: str, widget: QtWidgets.QWidget, area) -> QtWidgets.QDockWidget:
@@ -232,7 +217,7 @@ class MainWindow(QtWidgets.QMainWindow):
 
     def _charts_key(self) -> str:
         """Added charts are remembered per database: its resolved path, hashed into a setting's name."""
-        return database_key(self.db_path) + "/charts"
+        return database_key(self.controller.db_path) + "/charts"
 
     def _saved_charts(self) -> list[list[str]]:
         try:
@@ -332,9 +317,9 @@ class MainWindow(QtWidgets.QMainWindow):
         last export went to (the database's at first), with the format used last."""
         fmt = str(self.settings.value("export/format", "html"))
         fmt = fmt if fmt in self.EXPORT_FILTERS.values() else "html"
-        folder = Path(str(self.settings.value("export/folder", "") or self.db_path.parent))
+        folder = Path(str(self.settings.value("export/folder", "") or self.controller.db_path.parent))
         if not folder.is_dir():
-            folder = self.db_path.parent
+            folder = self.controller.db_path.parent
         stem = ids[0] if len(ids) == 1 else f"comparison-{ids[0]}-and-{len(ids) - 1}-more"
         return folder / f"{stem}.{fmt}"
 
@@ -376,13 +361,13 @@ class MainWindow(QtWidgets.QMainWindow):
         self.history.focus_search()
 
     def ask_open_database(self) -> None:
-        path, _ = file_dialogs.open_file_name(self, "Open database", str(self.db_path.parent),
+        path, _ = file_dialogs.open_file_name(self, "Open database", str(self.controller.db_path.parent),
                                               "SQLite databases (*.db *.sqlite);;All files (*)")
         if path:
             self.controller.switch_database(Path(path))
 
     def ask_new_database(self) -> None:
-        path, _ = file_dialogs.save_file_name(self, "New database", str(self.db_path.parent / "new.db"),
+        path, _ = file_dialogs.save_file_name(self, "New database", str(self.controller.db_path.parent / "new.db"),
                                               "SQLite databases (*.db)")
         if path:
             self.controller.switch_database(Path(path))
@@ -391,7 +376,7 @@ class MainWindow(QtWidgets.QMainWindow):
         """Said in a dialog (not only on stderr); the database that was open stays open."""
         box = QtWidgets.QMessageBox(QtWidgets.QMessageBox.Icon.Warning, "Cannot open the database",
                                     f"{printable(str(path))} cannot be opened: the console stays on "
-                                    f"{printable(str(self.db_path))}.", parent=self)
+                                    f"{printable(str(self.controller.db_path))}.", parent=self)
         box.setInformativeText(printable(problem))
         box.show()
         self._refusal_box = box

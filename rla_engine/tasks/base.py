@@ -1,6 +1,6 @@
 """The contract every tensor task family implements (DESIGN §3): a batched torch environment
 played by the embedded networks. The task itself (`Task`, the seed spaces) is torch-free, in
-task.py; text families (text_base.py) share it.
+task.py, and so are the held-out sets by tier (eval_sets.py); text families (text_base.py) share both.
 """
 from __future__ import annotations
 

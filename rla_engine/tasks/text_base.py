@@ -11,7 +11,8 @@ each token that holds a newline, so every step is an exact span of sampled token
 
 What is optional, because a language task may come from a dataset:
 - `difficulty` may return None (no parametric difficulty: the pool shows none, tiers do not apply);
-- oracle step labels: a step's label is 0 when the family cannot tell (`has_oracle` False);
+- oracle step labels: a step's label is 0 when the family cannot tell (its `FamilySpec` says
+  `has_oracle=False`);
 - `mutate` (the procedural environment model): a family that only takes LM-proposed variants
   raises NotImplementedError.
 Validation (`validate`) may be slow (running code, a planner): it is called once per proposed
@@ -22,10 +23,11 @@ Nothing here imports torch: a text family is plain Python.
 from __future__ import annotations
 
 import abc
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
+from .eval_sets import EvalSet, tier_sets
 from .task import Task
 
 
@@ -49,28 +51,10 @@ class TextEpisode(abc.ABC):
         the oracle; it never raises."""
 
 
-@dataclass
-class EvalSet:
-    """A fixed held-out set: by difficulty tier (`tier` set) or by name (a dataset's split)."""
-    name: str
-    tasks: list[Task] = field(default_factory=list)
-    tier: float | None = None
-
-
-def tier_sets(family, tiers: list[float], per_tier: int, rng_for) -> list[EvalSet]:
-    """`per_tier` held-out tasks per difficulty tier of any family, each tier drawn with `rng_for(tier)`."""
-    def one_tier(d: float) -> EvalSet:
-        rng = rng_for(d)                    # one stream per tier: the set is the same whatever the other tiers
-        return EvalSet(f"{float(d):g}", [family.sample(float(d), rng, held_out=True) for _ in range(per_tier)],
-                       tier=float(d))
-    return [one_tier(d) for d in tiers]
-
-
 class TextFamily(abc.ABC):
     name: str
     kind = "text"
     lines_are_steps: bool = False      # True: every line of a response is a step (a written derivation)
-    has_oracle: bool = True
     max_turns: int = 1                 # an upper bound over every task; `turns(task)` is the task's own
 
     # -- tasks -----------------------------------------------------------------------------

@@ -13,6 +13,7 @@ is exact for any world, a proposed one included.
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -66,45 +67,111 @@ def _pick(g: np.random.Generator, cands: list[int], score, spread: float) -> int
     return cands[int(g.integers(len(cands)))]
 
 
+@dataclass
+class _Layout:
+    """The rooms and places of a household being drawn, by index (named only in `_params`)."""
+    rooms: list[str]
+    doors: list[list[int]]     # pairs of room indices
+    dist: np.ndarray           # [room, room]: doors between them
+    place_room: list[int]      # per place: its room
+    is_cont: np.ndarray        # per place: a container (else a surface)
+    places: list[str]          # per place: its name
+    n_closed: int              # containers to close: the knob, at most one per place
+
+
+@dataclass
+class _Goal:
+    obj_place: int             # where the goal object starts
+    goal_place: int            # where it must go
+    sink: int | None           # the sink's room
+
+
 def generate(knobs: dict[str, int], spread: float, g: np.random.Generator) -> dict:
-    """Canonical params of a fresh household with these knobs."""
-    n_rooms = int(knobs["rooms"])
+    """Canonical params of a fresh household with these knobs.
+
+    The draws happen in one fixed order (rooms, places, start, goal, closed containers, objects):
+    a seed's household must stay the same, so a new draw goes after the others, never between."""
+    layout = _draw_layout(int(knobs["rooms"]), int(knobs["closed"]), spread, g)
+    start = int(g.integers(len(layout.rooms)))
+    goal = _draw_goal(layout, start, bool(knobs["clean"]), spread, g)
+    closed = _draw_closed(layout, goal, spread, g)
+    objs, at, dirty = _draw_objects(int(knobs["distractors"]), goal.obj_place, len(layout.places),
+                                    bool(knobs["clean"]), g)
+    return _params(layout, start, goal, closed, objs, at, dirty, bool(knobs["clean"]))
+
+
+def _draw_layout(n_rooms: int, closed: int, spread: float, g: np.random.Generator) -> _Layout:
     rooms = [str(r) for r in g.choice(ROOMS, n_rooms, replace=False)]
+    # each room's door leads to the room before it (a line: long walks) with a chance that grows with spread,
+    # else to any earlier room (a star)
     doors = [[int(i - 1 if g.random() < 0.5 + 0.5 * spread else g.integers(i)), i] for i in range(1, n_rooms)]
-    dist = _room_dist(n_rooms, doors)
-    counts = [2 + int(g.random() < 0.5)] if n_rooms == 1 else [1 + int(g.random() < 0.6) for _ in rooms]
-    while sum(counts) > MAX_PLACES:
-        counts[int(g.choice([i for i, c in enumerate(counts) if c > 1]))] -= 1
-    place_room = [r for r, c in enumerate(counts) for _ in range(c)]
-    n_closed = min(int(knobs["closed"]), len(place_room))
-    n_cont = min(len(place_room), n_closed + int(g.binomial(len(place_room) - n_closed, 0.4)))
-    is_cont = np.zeros(len(place_room), bool)
-    is_cont[g.choice(len(place_room), n_cont, replace=False)] = True
+    place_room = _draw_place_rooms(n_rooms, g)
+    n_closed = min(closed, len(place_room))
+    is_cont = _draw_containers(len(place_room), n_closed, g)
     names = iter(g.permutation(CONTAINERS)), iter(g.permutation(SURFACES))
     places = [str(next(names[0] if c else names[1])) for c in is_cont]
-    start = int(g.integers(n_rooms))
-    every = list(range(len(places)))
-    closing = n_closed > 0 and g.random() < spread      # put the goal object in a container to be closed
+    return _Layout(rooms, doors, _room_dist(n_rooms, doors), place_room, is_cont, places, n_closed)
+
+
+def _draw_place_rooms(n_rooms: int, g: np.random.Generator) -> list[int]:
+    """Each place's room: one or two places a room (two or three in a lone room), MAX_PLACES in all at most."""
+    counts = [2 + int(g.random() < 0.5)] if n_rooms == 1 else [1 + int(g.random() < 0.6) for _ in range(n_rooms)]
+    while sum(counts) > MAX_PLACES:
+        counts[int(g.choice([i for i, c in enumerate(counts) if c > 1]))] -= 1
+    return [r for r, c in enumerate(counts) for _ in range(c)]
+
+
+def _draw_containers(n_places: int, n_closed: int, g: np.random.Generator) -> np.ndarray:
+    """Which places are containers: enough for the closed ones, each other place with chance 0.4."""
+    n_cont = min(n_places, n_closed + int(g.binomial(n_places - n_closed, 0.4)))
+    is_cont = np.zeros(n_places, bool)
+    is_cont[g.choice(n_places, n_cont, replace=False)] = True
+    return is_cont
+
+
+def _draw_goal(layout: _Layout, start: int, clean: bool, spread: float, g: np.random.Generator) -> _Goal:
+    """With spread: the goal object far from the start, the goal place far from it, the sink off the
+    way between them, and (when there is one to close) the goal object in a container."""
+    dist, place_room = layout.dist, layout.place_room
+    every = list(range(len(layout.places)))
+    closing = layout.n_closed > 0 and g.random() < spread
 
     def far_from(room):
-        return lambda p: (dist[room, place_room[p]], closing and is_cont[p])
+        return lambda p: (dist[room, place_room[p]], closing and layout.is_cont[p])
     obj_place = _pick(g, every, far_from(start), spread)
     goal_place = _pick(g, [p for p in every if p != obj_place], far_from(place_room[obj_place]), spread)
     sink = None
-    if knobs["clean"] or g.random() < 0.5:
-        sink = _pick(g, list(range(n_rooms)),
+    if clean or g.random() < 0.5:
+        sink = _pick(g, list(range(len(layout.rooms))),
                      lambda r: dist[place_room[obj_place], r] + dist[r, place_room[goal_place]], spread)
-    relevant = [p for p in (obj_place, goal_place) if is_cont[p] and g.random() < spread]
+    return _Goal(obj_place, goal_place, sink)
+
+
+def _draw_closed(layout: _Layout, goal: _Goal, spread: float, g: np.random.Generator) -> set[int]:
+    """The closed containers: with spread, the goal object's and the goal place's first."""
+    is_cont = layout.is_cont
+    relevant = [p for p in (goal.obj_place, goal.goal_place) if is_cont[p] and g.random() < spread]
     rest = [int(p) for p in g.permutation(np.flatnonzero(is_cont)) if p not in relevant]
-    closed = set((relevant + rest)[:n_closed])
-    objs = [str(o) for o in g.choice(OBJECTS, int(knobs["distractors"]) + 1, replace=False)]
-    at = [obj_place] + [int(g.integers(len(places))) for _ in objs[1:]]
-    dirty = [bool(knobs["clean"])] + [bool(g.random() < 0.3) for _ in objs[1:]]
-    return {"rooms": rooms, "doors": [[rooms[a], rooms[b]] for a, b in doors], "start": rooms[start],
-            "sink": None if sink is None else rooms[sink],
-            "places": {q: {"room": rooms[place_room[i]], "closed": i in closed} for i, q in enumerate(places)},
+    return set((relevant + rest)[:layout.n_closed])
+
+
+def _draw_objects(n_distractors: int, obj_place: int, n_places: int, clean: bool,
+                  g: np.random.Generator) -> tuple[list[str], list[int], list[bool]]:
+    """The objects (the goal object first), their places and whether each is dirty."""
+    objs = [str(o) for o in g.choice(OBJECTS, n_distractors + 1, replace=False)]
+    at = [obj_place] + [int(g.integers(n_places)) for _ in objs[1:]]
+    dirty = [clean] + [bool(g.random() < 0.3) for _ in objs[1:]]
+    return objs, at, dirty
+
+
+def _params(layout: _Layout, start: int, goal: _Goal, closed: set[int], objs: list[str], at: list[int],
+            dirty: list[bool], clean: bool) -> dict:
+    rooms, places = layout.rooms, layout.places
+    return {"rooms": rooms, "doors": [[rooms[a], rooms[b]] for a, b in layout.doors], "start": rooms[start],
+            "sink": None if goal.sink is None else rooms[goal.sink],
+            "places": {q: {"room": rooms[layout.place_room[i]], "closed": i in closed} for i, q in enumerate(places)},
             "objects": {o: {"at": places[at[i]], "dirty": dirty[i]} for i, o in enumerate(objs)},
-            "goal": {"object": objs[0], "place": places[goal_place], "clean": bool(knobs["clean"])}}
+            "goal": {"object": objs[0], "place": places[goal.goal_place], "clean": clean}}
 
 
 def knobs_near(d: float, g: np.random.Generator) -> dict[str, int]:

@@ -120,22 +120,45 @@ def _doors(data: dict, rooms: list[str]) -> list[list[str]]:
 
 
 def parse(data: object) -> dict:
-    """Canonical params from a proposed JSON value (any value; ValueError if malformed)."""
+    """Canonical params from a proposed JSON value (any value; ValueError if malformed).
+
+    The parts are read in the order of the params (rooms, doors, start, sink, places, objects,
+    goal): of several faults, the first in that order is the one named."""
+    data = _world_object(data)
+    rooms = _rooms(data)
+    doors = _doors(data, rooms)
+    start = _name(data["start"], "start", rooms)
+    sink = None if data.get("sink") is None else _name(data["sink"], "sink", rooms)
+    places = _places(data, rooms)
+    objects = _objects(data, places)
+    goal = _goal(data, objects, places)
+    if goal["clean"] and sink is None:
+        raise ValueError("goal.clean is true but the world has no sink")
+    return {"rooms": rooms, "doors": doors, "start": start, "sink": sink, "places": places,
+            "objects": objects, "goal": goal}
+
+
+def _world_object(data: object) -> dict:
     if not isinstance(data, dict):
         raise ValueError(f"the world must be a JSON object with keys {', '.join(_KEYS)}, not {type(data).__name__}")
     unknown = [k for k in data if k not in _KEYS]
     missing = [k for k in _REQUIRED if k not in data]
     if unknown or missing:
         raise ValueError(f"unknown key {_short(unknown[0])}" if unknown else f"missing key {missing[0]!r}")
+    return data
+
+
+def _rooms(data: dict) -> list[str]:
     raw_rooms = data["rooms"]
     if not isinstance(raw_rooms, list) or not 1 <= len(raw_rooms) <= MAX_ROOMS:
         raise ValueError(f"rooms must be a list of 1 to {MAX_ROOMS} rooms, not {_short(raw_rooms)}")
     rooms = [_name(r, "rooms", ROOMS) for r in raw_rooms]
     if len(set(rooms)) < len(rooms):
         raise ValueError("rooms: a room appears twice")
-    doors = _doors(data, rooms)
-    start = _name(data["start"], "start", rooms)
-    sink = None if data.get("sink") is None else _name(data["sink"], "sink", rooms)
+    return rooms
+
+
+def _places(data: dict, rooms: list[str]) -> dict[str, dict]:
     places = {}
     for name, e in _table(data, "places", (2, MAX_PLACES), CONTAINERS + SURFACES, ("room", "closed")).items():
         closed = _flag(e, "closed", f"places.{name}")
@@ -144,18 +167,21 @@ def parse(data: object) -> dict:
         places[name] = {"room": _name(e["room"], f"places.{name}.room", rooms), "closed": closed}
     if sum(p["closed"] is True for p in places.values()) > MAX_CLOSED:
         raise ValueError(f"places: at most {MAX_CLOSED} closed containers")
-    objects = {name: {"at": _name(e["at"], f"objects.{name}.at", tuple(places)),
-                      "dirty": _flag(e, "dirty", f"objects.{name}")}
-               for name, e in _table(data, "objects", (1, MAX_OBJECTS), OBJECTS, ("at", "dirty")).items()}
+    return places
+
+
+def _objects(data: dict, places: dict[str, dict]) -> dict[str, dict]:
+    return {name: {"at": _name(e["at"], f"objects.{name}.at", tuple(places)),
+                   "dirty": _flag(e, "dirty", f"objects.{name}")}
+            for name, e in _table(data, "objects", (1, MAX_OBJECTS), OBJECTS, ("at", "dirty")).items()}
+
+
+def _goal(data: dict, objects: dict[str, dict], places: dict[str, dict]) -> dict:
     goal = data["goal"]
     if not isinstance(goal, dict) or not set(goal) <= {"object", "place", "clean"} or len(goal) < 2:
         raise ValueError(f"goal must be an object with keys object, place, clean, not {_short(goal)}")
-    goal = {"object": _name(goal.get("object"), "goal.object", tuple(objects)),
+    return {"object": _name(goal.get("object"), "goal.object", tuple(objects)),
             "place": _name(goal.get("place"), "goal.place", tuple(places)), "clean": _flag(goal, "clean", "goal")}
-    if goal["clean"] and sink is None:
-        raise ValueError("goal.clean is true but the world has no sink")
-    return {"rooms": rooms, "doors": doors, "start": start, "sink": sink, "places": places,
-            "objects": objects, "goal": goal}
 
 
 def compile_world(p: dict) -> World:

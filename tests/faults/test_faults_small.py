@@ -1,8 +1,9 @@
 """The fault guarantees of issue 7 at a size `make test` affords (benchmarks/faults.py has the
 full campaign): 6 SIGKILLs aimed at the commit, the checkpoint write, random moments and a
 fresh run's start; a disk that fills under a live engine; three engines + the console + `rla
-runs` for 10 s with another process holding the write lock for 3 s. Each campaign runs once per
-module; each test asserts one guarantee on what it saw."""
+runs` for at least 10 s with another process holding the write lock for 3 s, on until each thing
+checked has happened (a busy machine makes it slower, never unchecked). Each campaign runs once
+per module; each test asserts one guarantee on what it saw."""
 import sys
 import time
 from pathlib import Path
@@ -114,7 +115,7 @@ def test_the_console_shows_no_error_under_concurrency(concurrent):
 
 def test_the_console_stays_responsive_under_concurrency(concurrent):
     res, v = concurrent
-    assert not violations(v, "concurrency: the console stays responsive"), res["lateness"]
+    assert not violations(v, "concurrency: the console stays responsive"), (res["lateness_own"], res["lateness"])
 
 
 def test_readers_coming_and_going_never_lose_a_live_engines_commits(tmp_path):

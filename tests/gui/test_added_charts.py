@@ -73,7 +73,7 @@ def test_add_arrange_remove_and_remember_charts_per_database(qtbot, tmp_path, da
     async def add_and_arrange():
         await until(lambda: len(win.history.model.rows) == 2, what="the runs listed")
         win.open_run(win.history.model.rows[0]["id"])
-        await until(lambda: win.data.last_iteration() == 4, what="the run loaded")
+        await until(lambda: win.controller.session.data.last_iteration() == 4, what="the run loaded")
         first_run = win.history.model.rows[0]["id"]
         dash = win.dashboard
         win.resize(1500, 950)
@@ -121,14 +121,14 @@ def test_add_arrange_remove_and_remember_charts_per_database(qtbot, tmp_path, da
 
     async def switch():
         again.open_database(second)
-        await until(lambda: again.db_path == second, what="the second database")
+        await until(lambda: again.controller.db_path == second, what="the second database")
         assert again.dashboard.chart_keys() == []
         pick(again, "rss", [metrics.SYS_RSS_MB])     # a key this run has not stored: offered, greyed
         again.open_database(first)
-        await until(lambda: again.db_path == first, what="back to the first")
+        await until(lambda: again.controller.db_path == first, what="back to the first")
         assert again.dashboard.chart_keys() == [[metrics.MU], [tier, metrics.SUCCESS]]
         again.open_database(second)
-        await until(lambda: again.db_path == second, what="the second again")
+        await until(lambda: again.controller.db_path == second, what="the second again")
         assert again.dashboard.chart_keys() == [[metrics.SYS_RSS_MB]]
 
     drive(switch(), timeout=60)

@@ -96,7 +96,7 @@ def test_one_run_of_a_group_opens_the_group(window, drive, qtbot):
 
 
 def test_notes_and_tags_are_editable_while_live_and_searchable(window, drive, qtbot, tmp_path):
-    db = window.db_path
+    db = window.controller.db_path
     proc = subprocess.Popen(cli_run(db, "live one", iterations=5000), stdout=subprocess.DEVNULL)
     store = open_store(db)
     try:

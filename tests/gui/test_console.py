@@ -72,8 +72,9 @@ def test_start_watch_pause_override_resume_stop(window, drive, qtbot):
         form.name_edit.setText("console e2e")
         assert form.start_button.isEnabled()
         qtbot.mouseClick(form.start_button, QtCore.Qt.MouseButton.LeftButton)
-        await until(lambda: window.session.run_id and window.controls.status == "running", what="run started")
-        run_id = window.session.run_id
+        session = window.controller.session
+        await until(lambda: session.run_id and window.controls.status == "running", what="run started")
+        run_id = session.run_id
         d = window.dashboard
         panels = {"Policy reward": d.policy, "Reward-model agreement": d.agreement, "μ balance": d.balance,
                   "Task difficulty": d.difficulty}
@@ -82,7 +83,7 @@ def test_start_watch_pause_override_resume_stop(window, drive, qtbot):
         await until(lambda: window.episode.payload() is not None, what="an episode")
 
         qtbot.mouseClick(window.controls.pause_button, QtCore.Qt.MouseButton.LeftButton)
-        store = open_store(window.db_path)
+        store = open_store(window.controller.db_path)
         await until(lambda: store.get_run(run_id)["status"] == "paused", what="database says paused")
         await until(lambda: window.controls.pause_button.text() == "Resume", what="button follows")
 
@@ -94,7 +95,8 @@ def test_start_watch_pause_override_resume_stop(window, drive, qtbot):
 
         qtbot.mouseClick(window.controls.pause_button, QtCore.Qt.MouseButton.LeftButton)
         await until(lambda: store.get_run(run_id)["status"] == "running", what="resumed")
-        await until(lambda: (window.data.last(metrics.DIFFICULTY_MEAN) or 0) > 0.64, what="difficulty panel follows")
+        data = window.controller.session.data
+        await until(lambda: (data.last(metrics.DIFFICULTY_MEAN) or 0) > 0.64, what="difficulty panel follows")
         qtbot.mouseClick(window.controls.stop_button, QtCore.Qt.MouseButton.LeftButton)
         await until(lambda: store.get_run(run_id)["status"] == "stopped", what="stopped")
         await until(lambda: window.controls.status == "stopped", what="controls follow the stop")
@@ -111,18 +113,18 @@ def test_start_watch_pause_override_resume_stop(window, drive, qtbot):
 
 
 def test_reattach_to_a_run_started_from_the_terminal(window, drive, qtbot):
-    proc = spawn_cli(window.db_path, "--iterations", "5000", "--name", "terminal run")
+    proc = spawn_cli(window.controller.db_path, "--iterations", "5000", "--name", "terminal run")
     try:
         async def scenario():
             await until(lambda: window.history.model.rows, timeout=60, what="history lists the run")
             run_id = window.history.model.rows[0]["id"]
             window.history.select(run_id)
             qtbot.mouseClick(window.history.buttons["Open"], QtCore.Qt.MouseButton.LeftButton)
-            await until(lambda: window.session.run_id == run_id and window.controls.status == "running")
-            n = window.data.last_iteration()
-            await until(lambda: window.data.last_iteration() > n + 2, what="live metrics")
+            await until(lambda: window.controller.session.run_id == run_id and window.controls.status == "running")
+            n = window.controller.session.data.last_iteration()
+            await until(lambda: window.controller.session.data.last_iteration() > n + 2, what="live metrics")
             window.controls.toggle_pause()
-            store = open_store(window.db_path)
+            store = open_store(window.controller.db_path)
             await until(lambda: store.get_run(run_id)["status"] == "paused", what="paused from the console")
             await until(lambda: window.controls.status == "paused", what="the button follows the database")
             window.controls.toggle_pause()
@@ -137,8 +139,8 @@ def test_reattach_to_a_run_started_from_the_terminal(window, drive, qtbot):
 
 
 def test_crashed_run_is_shown_crashed_and_delete_removes_its_files(window, drive, qtbot, monkeypatch):
-    proc = spawn_cli(window.db_path, "--iterations", "5000", "--name", "doomed")
-    store = open_store(window.db_path)
+    proc = spawn_cli(window.controller.db_path, "--iterations", "5000", "--name", "doomed")
+    store = open_store(window.controller.db_path)
 
     async def scenario():
         await until(lambda: store.list_runs() and store.list_runs()[0]["iteration"] >= 2, what="a few iterations")
@@ -147,14 +149,14 @@ def test_crashed_run_is_shown_crashed_and_delete_removes_its_files(window, drive
         proc.wait()
         await until(lambda: window.history.model.rows and window.history.model.rows[0]["status"] == "crashed",
                     what="crashed in the history")
-        assert checkpoints_dir(window.db_path, run_id).exists()
+        assert checkpoints_dir(window.controller.db_path, run_id).exists()
         monkeypatch.setattr("PySide6.QtWidgets.QMessageBox.question",
                             lambda *a, **k: __import__("PySide6.QtWidgets").QtWidgets.QMessageBox.StandardButton.Yes)
         window.history.select(run_id)
         qtbot.mouseClick(window.history.buttons["Delete…"], QtCore.Qt.MouseButton.LeftButton)
         await until(lambda: not store.list_runs(include_archived=True), what="run deleted")
-        assert not checkpoints_dir(window.db_path, run_id).exists()
-        assert not log_path(window.db_path, run_id).exists()
+        assert not checkpoints_dir(window.controller.db_path, run_id).exists()
+        assert not log_path(window.controller.db_path, run_id).exists()
     drive(scenario(), timeout=120)
 
 
@@ -177,7 +179,7 @@ def test_a_refusal_is_a_status_message_and_a_failed_engine_a_dialog(window, driv
     """Errors are told apart by type: an EngineError without a log (deleting a live run) is one line
     in the status bar; one carrying a process's log opens the failure dialog with that log."""
     from rla_engine.client import EngineError
-    store = open_store(window.db_path)
+    store = open_store(window.controller.db_path)
     store.create_run("live-here", name="live here", preset=None, config=build(preset="tiny").to_dict(), device="cpu")
     messages = []
     window.statusBar().messageChanged.connect(messages.append)

@@ -107,8 +107,8 @@ def test_a_plots_right_click_export_leaves_the_database_locks_alone(qtbot, tmp_p
     import pyqtgraph.exporters
     pyqtgraph_exporter = importlib.import_module("pyqtgraph.exporters.Exporter")
     qtbot.waitUntil(lambda: bool(window.history.model.rows))      # the console has read its database
-    shm = Path(f"{window.db_path}-shm")
-    before = posix_locks(window.db_path) + posix_locks(shm)
+    shm = Path(f"{window.controller.db_path}-shm")
+    before = posix_locks(window.controller.db_path) + posix_locks(shm)
     assert before
     pyqtgraph_exporter.LastExportDirectory = str(tmp_path)
     exporter = pyqtgraph.exporters.ImageExporter(window.dashboard.policy.plotItem)
@@ -117,7 +117,7 @@ def test_a_plots_right_click_export_leaves_the_database_locks_alone(qtbot, tmp_p
     try:
         qtbot.waitUntil(lambda: dialog.isVisible() and dialog.directory().absolutePath() == str(tmp_path))
         qtbot.wait(1000)                             # the folder is listed (and, before, sniffed)
-        assert posix_locks(window.db_path) + posix_locks(shm) == before
+        assert posix_locks(window.controller.db_path) + posix_locks(shm) == before
     finally:
         dialog.reject()
 
@@ -144,17 +144,17 @@ def test_a_run_started_after_an_html_export_is_seen_starting_listed_drawn_and_fi
         window.run_form.name_edit.setText("after the export")
         window.run_form.start_button.click()
         await until(lambda: bar.currentMessage().startswith("starting the engine"), what="the start is shown")
-        wal_there = Path(f"{window.db_path}-wal").exists()      # the console's connection holds it open
+        wal_there = Path(f"{window.controller.db_path}-wal").exists()      # the console's connection holds it open
         await until(lambda: not bar.currentMessage().startswith("starting the engine"), timeout=40,
                     what="the status line to leave 'starting the engine…'")
-        new = window.session.run_id
+        new = window.controller.session.run_id
         assert bar.currentMessage() == f"run {new} started" and new != old, \
             (bar.currentMessage(), f"the -wal file was {'there' if wal_there else 'deleted'} at the start")
         await until(lambda: any(r["id"] == new for r in window.history.model.rows), timeout=10,
                     what="the new run in the history")
-        await until(lambda: window.data.last_iteration() >= 3, timeout=30, what="live curves")
-        n = window.data.last_iteration()
-        await until(lambda: window.data.last_iteration() > n, timeout=30, what="the curves to grow")
+        await until(lambda: window.controller.session.data.last_iteration() >= 3, timeout=30, what="live curves")
+        n = window.controller.session.data.last_iteration()
+        await until(lambda: window.controller.session.data.last_iteration() > n, timeout=30, what="the curves to grow")
         await until(lambda: window.controls.status == "completed", timeout=60, what="the run completes")
         await until(lambda: next(r["status"] for r in window.history.model.rows if r["id"] == new) == "completed",
                     timeout=10, what="the history to show it completed")
@@ -163,8 +163,8 @@ def test_a_run_started_after_an_html_export_is_seen_starting_listed_drawn_and_fi
     new = drive(scenario(), timeout=180)
     qtbot.wait(300)                                  # a failure dialog would come with the engine's exit
     assert getattr(window, "_failure_box", None) is None, window._failure_box.text()
-    assert open_store(window.db_path).get_run(new)["status"] == "completed"
-    assert window.data.last(metrics.SUCCESS) is not None
+    assert open_store(window.controller.db_path).get_run(new)["status"] == "completed"
+    assert window.controller.session.data.last(metrics.SUCCESS) is not None
 
 
 def test_a_failed_start_names_the_run_it_started_not_the_open_one(qtbot, tmp_path, aloop, drive):

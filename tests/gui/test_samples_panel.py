@@ -80,7 +80,7 @@ def window(qtbot, db, aloop):
 def open_run(window, drive, run_id, ready):
     async def scenario():
         window.open_run(run_id)
-        await until(lambda: window.session.run is not None and ready(window.samples), what=f"{run_id} shown")
+        await until(lambda: window.controller.session.run is not None and ready(window.samples), what=f"{run_id} shown")
     drive(scenario(), timeout=30)
     return window.samples
 
@@ -186,7 +186,7 @@ def test_markup_in_model_text_is_shown_literally(window, drive):
 
 
 def test_a_run_without_samples_shows_the_message_and_switching_back_shows_them(window, drive):
-    panel = open_run(window, drive, "embedded", lambda p: window.session.run["id"] == "embedded")
+    panel = open_run(window, drive, "embedded", lambda p: window.controller.session.run["id"] == "embedded")
     assert panel.stack.currentWidget() is panel.message and panel.payload is None
     panel = open_run(window, drive, "lm", lm_ready)
     assert panel.stack.currentIndex() == 1 and panel.trajectories.count() == 2

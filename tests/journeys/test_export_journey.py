@@ -23,7 +23,7 @@ def test_export_html_and_pdf_mid_run_then_start_another_and_see_it_live(qtbot, t
         await until(lambda: me.history_row("exported"), 20, "exported listed")
         me.new_run("live", 4000)
         await until(lambda: me.state() == "live — running", 60, "live running")
-        run_id = win.session.run_id
+        run_id = win.controller.session.run_id
 
         # 2. paused with Space
         me.key(Key.Key_Space)
