@@ -30,7 +30,7 @@ run: setup
 test: setup
 	QT_QPA_PLATFORM=offscreen $(BIN)/python tests/run_halves.py
 
-# ruff (style, bugs, complexity ≤ 12), mypy (engine and console), import-linter (the architecture's contracts);
+# ruff (style, bugs, complexity ≤ 12), mypy (engine, console, benchmarks), import-linter (the architecture's contracts);
 # .pre-commit-config.yaml runs the same three
 lint: setup
 	$(BIN)/ruff check .

@@ -9,7 +9,7 @@ import zlib
 
 import numpy as np
 
-from ..tasks.text_base import EvalSet, tier_sets
+from ..tasks.eval_sets import EvalSet, tier_sets
 
 SUITE_STREAM = 0x5EED_E7A1
 
