@@ -12,7 +12,7 @@ import tomllib
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, cast
 
 import tomli_w
@@ -542,6 +542,18 @@ def merge(cfg: Config, data: dict, where: str = "") -> Config:
         if name in data.get("policy", {}) and name not in judge_gives:
             setattr(cfg.judge, name, getattr(cfg.policy, name))
     return cfg
+
+
+def current_settings(flat: Mapping[str, Any]) -> dict[str, Any]:
+    """Flattened stored settings ({"policy.lam": 1, …}) under the keys this version reads them by:
+    moved keys where they live now, and the judge's PPO settings that an older configuration gave
+    the policy only (as `merge` reads them), so that an old run beside a new one differs only where
+    they really ran differently. Cheap (no validation, no defaults): tables of many runs use it."""
+    out = {current_key(k): v for k, v in flat.items()}
+    for name in JUDGE_PPO:
+        if f"policy.{name}" in out and f"judge.{name}" not in out:
+            out[f"judge.{name}"] = out[f"policy.{name}"]
+    return out
 
 
 def from_dict(data: dict) -> Config:

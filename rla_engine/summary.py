@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from . import metrics
+from .config import current_settings
 from .vocabulary import LIVE
 
 # The headline values of a run: the columns of `rla runs` and of the console's history table.
@@ -57,10 +58,16 @@ def flatten(config: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
     return out
 
 
+def settings(config: Mapping[str, Any]) -> dict[str, Any]:
+    """A stored configuration's settings by dotted key, under the keys this version reads them by
+    (config.current_settings: a run stored by an earlier version lines up with a new one)."""
+    return current_settings(flatten(config))
+
+
 def config_differences(configs: list[Mapping[str, Any]]) -> list[str]:
     """Dotted keys whose values are not the same in every config (a key missing counts as
     differing), sorted: sections together, in the same order in every table."""
-    flat = [flatten(c) for c in configs]
+    flat = [settings(c) for c in configs]
     keys = sorted(set().union(*flat)) if flat else []
     return [k for k in keys
             if len({json.dumps(f[k], sort_keys=True, default=str) if k in f else None for f in flat}) > 1]

@@ -20,7 +20,7 @@ from typing import Any, cast
 
 import numpy as np
 
-from ..summary import flatten
+from ..summary import settings
 from ..vocabulary import DAMAGED, EventRow, Status, TaskRow, TaskStatus
 from .base import StoreBase, _loads
 
@@ -311,14 +311,14 @@ class ReadsMixin(StoreBase):
         return _by_run(((r, k, v) for r, k, v in rows if v is not None), float)
 
     def flat_configs(self, run_ids: Iterable[str] | None = None) -> dict[str, dict[str, Any]]:
-        """run id → its configuration flattened with dots (`summary.flatten`); a configuration
+        """run id → its settings by dotted key (`summary.settings`); a configuration
         that cannot be read as a table of settings (a hand edit) reads as none."""
         runs, args = _runs_sql(run_ids)
         out: dict[str, dict[str, Any]] = {}
         for run_id, text in self.db.execute(f"SELECT id, config_json FROM runs WHERE id IN ({runs})", args):
             config = _config_table(text)
             if isinstance(run_id, str) and config is not None:
-                out[run_id] = flatten(config)
+                out[run_id] = settings(config)
         return out
 
     def config_fields(self) -> list[str]:
@@ -327,7 +327,7 @@ class ReadsMixin(StoreBase):
         for (text,) in self.db.execute("SELECT DISTINCT config_json FROM runs"):
             config = _config_table(text)
             if config is not None:
-                fields.update(flatten(config))
+                fields.update(settings(config))
         return sorted(fields)
 
     def events(self, run_id: str, after_id: int = 0, kinds: Iterable[str] | None = None) -> list[EventRow]:

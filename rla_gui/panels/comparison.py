@@ -13,7 +13,7 @@ import pyqtgraph as pg
 from PySide6 import QtCore, QtGui, QtWidgets
 
 from rla_engine import metrics
-from rla_engine.summary import HEADLINE_ROWS, best_value, config_differences, final_value, flatten, run_duration
+from rla_engine.summary import HEADLINE_ROWS, best_value, config_differences, final_value, run_duration, settings
 from rla_engine.text import printable
 from rla_engine.vocabulary import LIVE
 
@@ -268,7 +268,7 @@ class ComparisonPanel(QtWidgets.QWidget):
                 item.setForeground(QtGui.QBrush(QtGui.QColor(PALETTE[i % len(PALETTE)])))
 
     def _fill_config(self) -> None:
-        flat = [flatten(r["config"]) for r, _ in self.runs]
+        flat = [settings(r["config"]) for r, _ in self.runs]
         keys = self.differing if self.only_diff.isChecked() else sorted(set().union(*flat)) if flat else []
         self._headers(self.config_table, keys)
         highlight = QtGui.QBrush(QtGui.QColor(255, 220, 120, 120))

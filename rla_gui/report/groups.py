@@ -15,7 +15,7 @@ import numpy as np
 
 from rla_engine import metrics
 from rla_engine.export.files import atomic_path, write_atomic
-from rla_engine.summary import HEADLINE_ROWS, config_differences, flatten
+from rla_engine.summary import HEADLINE_ROWS, config_differences, settings
 
 from ..widgets.run_columns import BEST, CONFIG, FINAL, Column, group_rows, mean_std, mean_std_text, parse
 from ..run_data import X_AXES, RunData
@@ -43,7 +43,7 @@ def grouped(bundles: list[dict], column: Column) -> Groups:
     facts = {str(b["run"]["id"]): sections.Facts(b) for b in bundles}
     rows = []
     for run_id, f in facts.items():
-        value = (flatten(f.config).get(column.key) if column.kind == CONFIG else f.final(column.key)
+        value = (settings(f.config).get(column.key) if column.kind == CONFIG else f.final(column.key)
                  if column.kind == FINAL else f.best(column.key)[0] if column.kind == BEST else None)
         rows.append({**f.run, "id": run_id, "columns": {column.id: value}})
     return [(g.label, [facts[r["id"]] for r in g.members]) for g in group_rows(rows, column, by_value=False)]
@@ -108,7 +108,7 @@ def config_table(groups: Groups) -> str:
     for key in keys:
         cells = []
         for _, fs in groups:
-            values = list(dict.fromkeys(value_text(flatten(f.config).get(key, DASH)) for f in fs))
+            values = list(dict.fromkeys(value_text(settings(f.config).get(key, DASH)) for f in fs))
             cells.append(values[0] if len(values) == 1 else f"<i>{len(values)} values:</i> " + ", ".join(values))
         rows.append([f"<code>{esc(key)}</code>", *cells])
     return table(["key"] + [group_label(i, label) for i, (label, _) in enumerate(groups)], rows, "config-diff")

@@ -15,7 +15,7 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 
 from rla_engine import metrics
-from rla_engine.summary import config_differences, flatten
+from rla_engine.summary import config_differences, settings
 from rla_engine.vocabulary import TaskStatus
 
 from ..panel_spec import HEALTH_PANELS
@@ -243,7 +243,7 @@ def differing_keys(facts: list[sections.Facts]) -> list[str]:
 
 
 def config_diff_table(facts: list[sections.Facts]) -> str:
-    flats = [flatten(f.config) for f in facts]
+    flats = [settings(f.config) for f in facts]
     keys = differing_keys(facts)
     if not keys:
         return '<p class="muted">The runs share one configuration.</p>'
@@ -253,7 +253,7 @@ def config_diff_table(facts: list[sections.Facts]) -> str:
 
 
 def config_table_multi(facts: list[sections.Facts]) -> str:
-    flats = [flatten(f.config) for f in facts]
+    flats = [settings(f.config) for f in facts]
     keys = list(dict.fromkeys(k for fl in flats for k in fl))
     differing = set(config_differences([f.config for f in facts]))
     head = ["key"] + [sections.run_label(f, i) for i, f in enumerate(facts)]

@@ -15,6 +15,7 @@ import pytest
 from rla_engine.config import (JUDGE_PPO, MOVED_KEYS, Config, ConfigError, build, current_key, from_dict, get_value,
                                merge, preset_names)
 from rla_engine.store import open_store
+from rla_engine.summary import config_differences
 
 BEFORE = Path(__file__).resolve().parent.parent / "data" / "configs_before_lm"
 STORED: dict = json.loads((BEFORE / "stored.json").read_text(encoding="utf-8"))
@@ -117,3 +118,18 @@ def test_a_table_that_gives_only_the_policys_ppo_settings_gives_them_to_the_judg
 def test_on_the_command_line_the_policys_ppo_settings_are_the_policys_alone():
     cfg = build(preset="llm-tiny", sets=["policy.ppo_epochs=4"])
     assert (cfg.policy.ppo_epochs, cfg.judge.ppo_epochs) == (4, 1)
+
+
+@pytest.mark.parametrize("name", ["llm-tiny", "llm-smol", "quickstart"])
+def test_a_run_of_the_earlier_layout_beside_a_new_one_differs_nowhere(tmp_path, name):
+    """What the comparison, the report and History's columns read: the same preset stored before
+    and after the lm section has the same settings under the same keys (not the moved ones as
+    missing on one side and new on the other)."""
+    old, new = STORED[name]["config"], build(preset=name).to_dict()
+    assert config_differences([old, new]) == []
+    store = open_store(tmp_path / "both.db")
+    store.create_run("old", name="old", preset=name, config=old, device="cpu")
+    store.create_run("new", name="new", preset=name, config=new, device="cpu")
+    flat = store.flat_configs(["old", "new"])
+    assert flat["old"] == flat["new"] and "lm.micro_batch_size" in flat["old"]
+    assert not any(key in store.config_fields() for key in MOVED_KEYS)

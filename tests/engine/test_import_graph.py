@@ -17,47 +17,17 @@ def graph() -> grimp.ImportGraph:
 
 
 def circles(graph: grimp.ImportGraph) -> list[list[str]]:
-    """Every strongly connected set of two or more modules (Tarjan's algorithm, iteratively)."""
-    modules = sorted(m for m in graph.modules if m.split(".")[0] in PACKAGES)
-    edges = {m: sorted(i for i in graph.find_modules_directly_imported_by(m) if i.split(".")[0] in PACKAGES)
-             for m in modules}
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    stack: list[str] = []
-    on_stack: set[str] = set()
-    found: list[list[str]] = []
-    for root in modules:
-        if root in index:
+    """The circles of imports: for each import a -> b where b leads back to a, the modules of
+    that way round (sorted, each circle once)."""
+    found: set[tuple[str, ...]] = set()
+    for a in graph.modules:
+        if a.split(".")[0] not in PACKAGES:
             continue
-        work = [(root, 0)]
-        while work:
-            node, i = work.pop()
-            if i == 0:
-                index[node] = low[node] = len(index)
-                stack.append(node)
-                on_stack.add(node)
-            if i < len(edges[node]):
-                work.append((node, i + 1))
-                nxt = edges[node][i]
-                if nxt not in index:
-                    work.append((nxt, 0))
-                elif nxt in on_stack:
-                    low[node] = min(low[node], index[nxt])
-                continue
-            if low[node] == index[node]:
-                part = []
-                while True:
-                    m = stack.pop()
-                    on_stack.discard(m)
-                    part.append(m)
-                    if m == node:
-                        break
-                if len(part) > 1:
-                    found.append(sorted(part))
-            if work:
-                parent = work[-1][0]
-                low[parent] = min(low[parent], low[node])
-    return found
+        for b in graph.find_modules_directly_imported_by(a):
+            back = graph.find_shortest_chain(importer=b, imported=a)
+            if back:
+                found.add(tuple(sorted({a, *back})))
+    return sorted(list(c) for c in found)
 
 
 def test_circles_are_found():
