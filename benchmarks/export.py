@@ -1,4 +1,4 @@
-"""Export time and file size for a run with 100,000 metric rows (issue 4 targets: < 3 s for HTML
+"""Export time and file size for a run with 100,000 metric rows (targets: < 3 s for HTML
 and PDF, < 1 s for CSV).
 
 Builds a synthetic stored run in a temporary database — every metric key of SPEC §7 each

@@ -1,4 +1,4 @@
-"""Fault class "imports" (issue 19, finding 8): hostile files against the real `rla import`.
+"""Fault class "imports": hostile files against the real `rla import`.
 
     .venv/bin/python benchmarks/fault_imports.py [--full]
 
@@ -39,7 +39,7 @@ OTHER = ROOT / "tests" / "data" / "recorded_group.json"
 RAW = '"@RAW@"'                     # replaced by JSON text json.dumps cannot write
 HUGE = "1" + "0" * 5000
 MEMORY = 4 << 30                    # what a reader of /dev/zero may take before it is stopped
-# the fields a reader cannot do without, so a null there must be refused (the finding names two)
+# the fields a reader cannot do without, so a null there must be refused
 NULL_REFUSED = {"events[0].payload", "tasks[0].difficulty"}
 # the fields that hold numbers and JSON objects, per part (DESIGN §4); all others hold text
 NUMBERS = {"run": {"created_at", "started_at", "ended_at", "heartbeat_at", "pid", "iteration", "archived"},

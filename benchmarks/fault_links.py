@@ -1,4 +1,4 @@
-"""Fault class "links" (issue 19, findings 3, 4, 6, 7): what a hostile or careless user puts in a
+"""Fault class "links": what a hostile or careless user puts in a
 run's checkpoint folder, and moved databases, against real `rla` processes.
 
     .venv/bin/python benchmarks/fault_links.py

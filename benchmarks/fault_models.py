@@ -1,4 +1,4 @@
-"""Hostile model folders (issue 19, finding 10): each is handed to a real `rla run --preset
+"""Hostile model folders: each is handed to a real `rla run --preset
 llm-tiny` subprocess as policy.model_path (or judge.model_path / env.model_path), and must end it
 with exit code 2 and one line on stderr that names the field and the reason: no traceback, no
 database created, nothing from the folder run (every builder that could run code plants a

@@ -1,4 +1,4 @@
-"""Ray addresses where no cluster answers (issue 19, finding 11): each is handed to a real `rla run
+"""Ray addresses where no cluster answers: each is handed to a real `rla run
 --executor ray` (or `rla ablate --executor ray`) subprocess, through RAY_ADDRESS or
 executor.address, with a short executor.connect_timeout_s. Each must end within that bound (plus
 the process's start) with exit code 2 and one line on stderr that names the address and where it

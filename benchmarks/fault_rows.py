@@ -1,4 +1,4 @@
-"""Fault class "rows" (issue 19, findings 9 and 12): rows edited by hand with sqlite3, against the
+"""Fault class "rows": rows edited by hand with sqlite3, against the
 real `rla runs`, `rla runs --json`, `rla show` and `rla resume` processes.
 
     .venv/bin/python benchmarks/fault_rows.py [--all | --quick]

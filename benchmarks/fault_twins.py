@@ -1,4 +1,4 @@
-"""Fault class "twins" (issue 19, finding 2): two engines of one run at once, as real processes.
+"""Fault class "twins": two engines of one run at once, as real processes.
 
     .venv/bin/python benchmarks/fault_twins.py [--trials N]
 

@@ -1,4 +1,4 @@
-"""Fault campaign (issues 7 and 19): SIGKILLs at random moments, a full disk, three engines + the
+"""Fault campaign: SIGKILLs at random moments, a full disk, three engines + the
 console + `rla runs` under a held write lock; and the second campaign's classes, each in its own
 module: two engines of one run (fault_twins), links and planted files in the checkpoint folder
 (fault_links), hostile imports (fault_imports), hand-edited rows (fault_rows), hostile model
@@ -680,7 +680,7 @@ def main() -> int:
         counts = {name: importlib.import_module(module).campaign(root / name, v)
                   for name, module in SECOND_CAMPAIGN.items() if name in only}
         if counts:
-            print(table("second campaign (issue 19): attacks tried / held, by class",
+            print(table("second campaign: attacks tried / held, by class",
                         [(name, c["tried"], c["held"]) for name, c in counts.items()], ("class", "tried", "held")))
     finally:
         if not a.keep:

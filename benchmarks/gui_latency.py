@@ -1,6 +1,6 @@
-"""Console responsiveness (issue 3): event-loop stalls while a real run streams, redraw and
+"""Console responsiveness: event-loop stalls while a real run streams, redraw and
 pan/zoom of a 1,000,000-iteration history, start-up time to a shown main window; History with
-1,000 runs and 10 chosen columns: a sort, a grouping (issue 21: a sort under 100 ms).
+1,000 runs and 10 chosen columns: a sort, a grouping (target: a sort under 100 ms).
 
     QT_QPA_PLATFORM=offscreen .venv/bin/python benchmarks/gui_latency.py        (or under xvfb-run)
     QT_QPA_PLATFORM=offscreen .venv/bin/python benchmarks/gui_latency.py --history-only
@@ -122,7 +122,7 @@ def redraw_and_pan(win: MainWindow, app, repeats: int) -> tuple[list[float], lis
 
 
 def added_chart(win: MainWindow, app, repeats: int) -> tuple[float, list[float], list[float]]:
-    """Add a chart of two keys of the loaded history (issue 21: redraw and pan stay under 50 ms):
+    """Add a chart of two keys of the loaded history (target: redraw and pan stay under 50 ms):
     the time to add and first draw it, then its redraws and pans as above."""
     t = time.perf_counter()
     plot = win.dashboard.add_chart([metrics.MU, metrics.LOSS_POLICY])

@@ -1,4 +1,4 @@
-"""Screenshots of History as a table of settings and results (issue 21): an ablation's runs with
+"""Screenshots of History as a table of settings and results: an ablation's runs with
 chosen columns, grouped by arm, and its groups compared as mean curves with a band.
 
     .venv/bin/rla ablate --db /tmp/shots.db --preset tiny --seeds 0,1,2 --budget 2500 \\

@@ -1,4 +1,4 @@
-"""How the judge errs, and how that evolves (issue 22): for every arm of an ablation group, the
+"""How the judge errs, and how that evolves: for every arm of an ablation group, the
 error-structure keys (rm/agreement_on_success … rm/error_correlation) and process agreement,
 averaged over each quarter of a run's iterations, then mean ± std over the seeds.
 

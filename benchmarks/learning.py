@@ -1,6 +1,6 @@
 """Learning evidence: the `quickstart` preset from scratch, one real `rla run` per seed.
 
-For each seed prints key points over time and checks the issue's targets on the mean of the
+For each seed prints key points over time and checks its targets on the mean of the
 last 10 iterations (eval: the last stored value, which is the final iteration's evaluation):
 eval/success@0.5 ≥ 0.6, env/difficulty_mean above its start, rm/mu ≥ 1.2,
 rm/process_agreement ≥ 0.65 and above its start; and wall time ≤ 300 s.

@@ -1,4 +1,4 @@
-"""Behaviour guard for refactors (issue 8): a `quickstart` run with a fixed seed must store exactly
+"""Behaviour guard for refactors: a `quickstart` run with a fixed seed must store exactly
 the same metrics before and after a change that claims not to change behaviour.
 
     .venv/bin/python benchmarks/same_metrics.py record   # once, on the tree before the change

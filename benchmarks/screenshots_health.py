@@ -1,4 +1,4 @@
-"""Screenshots of issue 21's console parts for docs/screenshots/issue-21/: an added chart, the
+"""Screenshots of the console's health parts for docs/screenshots/issue-21/: an added chart, the
 System tab of the Training health dock, and an alert raised, then cleared.
 
 A real `tiny` run whose pool starts at difficulty 1 (every task fails: no task in band) is shown

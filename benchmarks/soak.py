@@ -1,4 +1,4 @@
-"""Soak (issue 7): a live run for `--minutes` (default 30) with random pause / resume /
+"""Soak: a live run for `--minutes` (default 30) with random pause / resume /
 set_difficulty (a value in [0, 1] or null) / checkpoint commands every few seconds and the real
 console attached and showing it. Prints its figures; exits 1 when a guarantee is violated.
 

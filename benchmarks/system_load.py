@@ -1,4 +1,4 @@
-"""Cost of the sys/* keys (issue 21): the sampler against a quickstart iteration.
+"""Cost of the sys/* keys: the sampler against a quickstart iteration.
 
 Prints (1) one sample's cost and the cost of a call that is not due (every iteration makes one),
 measured alone, and (2) quickstart iterations run through the engine's Runner with a real SQLite

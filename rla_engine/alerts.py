@@ -1,4 +1,4 @@
-"""Alerts from the theory (issue 21): the engine says when the loop is unhealthy, while it happens.
+"""Alerts from the theory: the engine says when the loop is unhealthy, while it happens.
 
 `ALERTS` holds the rules as data — a stable name, the metric read, the condition, a sentence of
 what it means and one of what a person might do — for the engine, the console and reports alike.

@@ -19,7 +19,7 @@ P_MINUS = "rm/p_minus"
 MU = "rm/mu"
 PRECISION = "rm/precision"
 PRECISION_BOUND = "rm/precision_bound"
-# how the judge errs (issue 22), against the oracle's step labels it never sees
+# how the judge errs, against the oracle's step labels it never sees
 AGREEMENT_ON_SUCCESS = "rm/agreement_on_success"     # process agreement on steps of successful trajectories
 AGREEMENT_ON_FAILURE = "rm/agreement_on_failure"     # … and of failed ones
 OUTCOME_SHARE = "rm/outcome_share"                   # share of the verdicts' variance the outcome explains
@@ -44,7 +44,7 @@ ENV_STEPS = "perf/env_steps"
 ITERATION_S = "perf/iteration_s"
 ENV_STEPS_PER_S = "perf/env_steps_per_s"
 
-# Training health (issue 21), per trained role (a frozen judge has none): an update's measures only on
+# Training health, per trained role (a frozen judge has none): an update's measures only on
 # iterations where that role trained, its trained share whenever it produced samples.
 # clip fraction: share of ratios (tokens, for a language model) outside 1 ± clip_eps, over every
 # minibatch pass of the update; approx KL: the k3 estimate against the pre-update network, the mean

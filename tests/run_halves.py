@@ -14,7 +14,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 # Files that change halves so that both take about as long (measured with --durations=0 on the
-# whole suite, issue 21: the engine's tests 568 s, the rest 856 s; after the engine stopped
+# whole suite: the engine's tests 568 s, the rest 856 s; after the engine stopped
 # importing torch._dynamo, halves of 568 s and 669 s): Ray and the language-model loop tests run
 # with the console's; the fault checks and the report layout with the engine's.
 TO_SECOND = ["tests/engine/test_ray.py", "tests/engine/test_ray_unreachable.py", "tests/engine/test_llm_loop.py"]

@@ -1,4 +1,4 @@
-"""The arms of an ablation (issue 9) and the plan of its runs.
+"""The arms of an ablation and the plan of its runs.
 
 Each arm names only the components it changes — λ, judge training, how tasks are chosen, the μ
 gate, the critic — and sets them explicitly, so an arm means the same whatever the base

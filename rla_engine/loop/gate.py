@@ -1,4 +1,4 @@
-"""The μ gate (issue 9, not in the paper): step rewards enter the policy reward only as far as the
+"""The μ gate (not in the paper): step rewards enter the policy reward only as far as the
 judge's verdicts carry signal. Theorem 1 says they do iff μ = p₊ + p₋ > 1, so the weight λ is
 scaled by clip((μ̂ − 1)/(μ* − 1), 0, 1), μ̂ an exponential moving average of each iteration's μ.
 μ̂ starts at 1: an untrained judge has to earn its weight."""

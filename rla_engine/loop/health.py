@@ -1,4 +1,4 @@
-"""Training health (issue 21) of one iteration, per trained role, from its update's PPOStats; the
+"""Training health of one iteration, per trained role, from its update's PPOStats; the
 keys' definitions are the comment above them in metrics.py."""
 from __future__ import annotations
 

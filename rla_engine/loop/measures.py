@@ -48,7 +48,7 @@ def judge_measures(verdicts: torch.Tensor, mask: torch.Tensor, outcome: torch.Te
 
 def judge_error_structure(verdicts: torch.Tensor, mask: torch.Tensor, outcome: torch.Tensor,
                           oracle: torch.Tensor) -> dict[str, float]:
-    """How the judge errs, against the oracle's labels (issue 22; steps without a label left out).
+    """How the judge errs, against the oracle's labels (steps without a label left out).
     Agreement is balanced over oracle-good and -bad steps, within each trajectory outcome. The
     outcome's share of the variance of the steps' mean verdicts is η² (between-outcome over total
     sum of squares), over all steps and pooled within each oracle label: a judge whose errors are

@@ -1,5 +1,5 @@
 """Keyrooms: rooms in a row, a locked door between each two, its key in the room before it; walk
-key 0 → door 0 → key 1 → door 1 → goal (issue 9: a long horizon with sub-goals, where an outcome
+key 0 → door 0 → key 1 → door 1 → goal (a long horizon with sub-goals, where an outcome
 says little about which step went wrong). Layouts: `keyroom_layout`.
 
 Params {"size": 5..15, "doors": 0..2 (at most (size − 2) // 3), "wall_density": 0..0.2};

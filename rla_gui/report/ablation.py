@@ -1,4 +1,4 @@
-"""An ablation group's figures (issue 9): held-out success against environment steps, one mean
+"""An ablation group's figures: held-out success against environment steps, one mean
 curve per arm with its seeds' standard deviation as a band, and the Theorem-1 check — the
 empirical precision 𝒜 of every iteration of the `full` runs against the bound
 1 − exp(−m(μ − 1)²/4) at that iteration's μ.

@@ -1,4 +1,4 @@
-"""Record the runs the console and report tests load instead of training (issue 8, item 5).
+"""Record the runs the console and report tests load instead of training.
 
 What it records, through the real CLI (`rla run`, then `rla export --format json`), all with
 `--preset tiny --iterations 4 --seed 1` (evaluations at iterations 2 and 4):

@@ -1,4 +1,4 @@
-"""`rla ablate --out` follows export's rules, checked before any run starts (issue 19, finding 1):
+"""`rla ablate --out` follows export's rules, checked before any run starts:
 an existing file that is not the group's own table is replaced only with --force, never through a
 link, never a device, a FIFO or a folder; and one `rla ablate` of a group at a time."""
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Alerts from the theory (issue 21): the watcher's rules on hand-made series, then real `rla run`
+"""Alerts from the theory: the watcher's rules on hand-made series, then real `rla run`
 processes driven into each condition, seeing the alert raised and cleared."""
 import json
 import os

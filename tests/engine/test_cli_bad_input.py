@@ -112,7 +112,7 @@ CASES = [
                              "--db", "{db}"], "--group"),
     ("ablate-bad-shared-key", ["ablate", "--preset", "tiny", "--set", "judge.m=0", "--seeds", "0", "--budget", "100",
                                "--db", "{db}"], "judge.m"),
-    # --- issue 19, finding 12: refused before anything is created
+    # --- names, groups and database paths that cannot be used: refused before anything is created
     ("name-not-utf8", ["run", "--preset", "tiny", "--name", "\udcff", "--db", "{db}"], "--name"),
     ("run-unsafe-group", ["run", "--preset", "tiny", "--group", "../../escape", "--db", "{db}"], "--group"),
     ("run-group-with-newline", ["run", "--preset", "tiny", "--group", "a\nb", "--db", "{db}"], "--group"),

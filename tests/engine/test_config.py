@@ -27,7 +27,7 @@ def test_defaults_validate_and_match_the_design():
     cfg = validate(Config())
     assert cfg == Config()
     assert build() == Config()
-    # DESIGN §5 numbers the issues rely on
+    # the defaults DESIGN §5 gives
     assert (cfg.task.pool_size, cfg.task.dataset_low, cfg.task.dataset_high) == (64, 0.0, 1.0)
     assert (cfg.rollout.tasks_per_iter, cfg.rollout.rollouts_per_task) == (16, 8)
     assert (cfg.policy.lam, cfg.policy.clip_eps, cfg.policy.kl_beta) == (1.0, 0.2, 0.01)

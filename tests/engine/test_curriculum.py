@@ -1,6 +1,6 @@
 """The ablation's components on hand-made pools and real tiny trainers: PLR's replay weights,
 DAPO's resampling, uniform tasks, the μ gate, the random critic, the step budget, and the
-iteration where every rollout belongs to a rejected candidate (issue 9, point 8)."""
+iteration where every rollout belongs to a rejected candidate."""
 import math
 
 import numpy as np
@@ -192,7 +192,7 @@ def test_a_run_stops_at_its_step_budget_with_a_final_evaluation():
     assert all(metrics.EVAL_SUCCESS not in r.metrics for r in results[:-1])
 
 
-# -- point 8: every rollout a rejected candidate's --------------------------------------------------------
+# -- every rollout a rejected candidate's -----------------------------------------------------------------
 def test_an_iteration_of_only_rejected_candidates_stores_no_undefined_share(monkeypatch):
     forced_outcomes(monkeypatch, lambda n: torch.ones(n, dtype=torch.bool))    # acc 1: harder, never accepted
     tr = Trainer(tiny("task.pool_size=4", "rollout.tasks_per_iter=4"), torch.device("cpu"))

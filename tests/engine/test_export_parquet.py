@@ -1,4 +1,4 @@
-"""`rla export --format parquet` (issue 21): the CSV's long format in two typed Parquet files,
+"""`rla export --format parquet`: the CSV's long format in two typed Parquet files,
 `X.parquet` (metrics) and `X.events.parquet`, written by the same safe-write rules as every export.
 
 The database holds a real tiny run made by `rla run` in a subprocess (so the module's first test

@@ -1,4 +1,4 @@
-"""Training health (issue 21): the PPO update's clip fraction, approximate KL, entropy and gradient
+"""Training health: the PPO update's clip fraction, approximate KL, entropy and gradient
 norm, the trained shares, and a language model's answer lengths, cut answers and unreadable
 verdicts — on ppo_update itself, on the backends, and stored by real `rla run` processes."""
 import copy

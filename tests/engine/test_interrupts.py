@@ -1,4 +1,4 @@
-"""Interrupting a command and waiting on a lock (issue 19, finding 12): SIGTERM or Ctrl-C during
+"""Interrupting a command and waiting on a lock: SIGTERM or Ctrl-C during
 an export leaves no temporary file and no traceback; a write lock held past the wait says what
 to do; `rla show … | head` ends quietly."""
 from __future__ import annotations

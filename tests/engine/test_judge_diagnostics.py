@@ -1,4 +1,4 @@
-"""Issue 22: the oracle in place of the judge (a diagnostic, never a learner), the measures of how
+"""The oracle in place of the judge (a diagnostic, never a learner), the measures of how
 the judge errs, and the verdict centring option — each on hand-made cases, then in real runs."""
 from __future__ import annotations
 

@@ -196,7 +196,7 @@ def test_a_family_without_a_procedural_model_refuses_env_proposer_procedural(mon
 
 
 def test_the_oracle_in_place_of_a_language_model_judge_is_readable_and_not_trained():
-    """judge.source = oracle on a text family (issue 22): the verdicts are the labels, the samples
+    """judge.source = oracle on a text family: the verdicts are the labels, the samples
     the console shows say so, and the judge model is not updated."""
     tr = Trainer(llm_tiny("judge.source=oracle"), torch.device("cpu"))
     before = [p.clone() for p in tr.backend.judge_lm.parameters() if p.requires_grad]

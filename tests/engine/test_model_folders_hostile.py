@@ -1,4 +1,4 @@
-"""Hostile model folders (issue 19, finding 10): a config value that is not a number, weights of
+"""Hostile model folders: a config value that is not a number, weights of
 other shapes, pickles that would run code, a GGUF header that lies, a model larger than the
 machine, an index that points out of the folder. `rla run` refuses each with exit code 2 and one
 line naming the field, the path and the reason, creates no database, and runs nothing from the

@@ -1,4 +1,4 @@
-"""One engine per run, and only its own files (issue 19, findings 2–7): a second engine of a run
+"""One engine per run, and only its own files: a second engine of a run
 exits 2 having changed nothing; a run never deletes or resumes from checkpoints it did not write
 (links, other runs' files, planted copies, files of an older version); a resume that finds the
 database behind its checkpoints says what is missing; a moved database still owns its runs; a

@@ -1,4 +1,4 @@
-"""rla_engine.text: stored text made safe for a terminal, a Qt widget and strict JSON (issue 19, finding 12)."""
+"""rla_engine.text: stored text made safe for a terminal, a Qt widget and strict JSON."""
 import json
 
 from rla_engine.text import as_html, json_safe, printable, shown

@@ -1,4 +1,4 @@
-"""Ray addresses where no cluster answers (issue 19, finding 11). A real `rla run --executor ray`
+"""Ray addresses where no cluster answers. A real `rla run --executor ray`
 given 127.0.0.1:1 or an address that is not one ends within executor.connect_timeout_s (plus
 its own start) with exit code 2 and one line naming the address and where it came from
 (RAY_ADDRESS or executor.address); a SIGTERM sent while it is connecting ends it at once. Ray's

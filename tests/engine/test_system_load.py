@@ -1,4 +1,4 @@
-"""The sys/* keys (issue 21): what a real run stores, the sampling interval, and that no source's
+"""The sys/* keys: what a real run stores, the sampling interval, and that no source's
 failure ever reaches the run."""
 import itertools
 import math

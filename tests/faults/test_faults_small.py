@@ -1,9 +1,10 @@
-"""The fault guarantees of issue 7 at a size `make test` affords (benchmarks/faults.py has the
-full campaign): 6 SIGKILLs aimed at the commit, the checkpoint write, random moments and a
-fresh run's start; a disk that fills under a live engine; three engines + the console + `rla
-runs` for at least 10 s with another process holding the write lock for 3 s, on until each thing
-checked has happened (a busy machine makes it slower, never unchecked). Each campaign runs once
-per module; each test asserts one guarantee on what it saw."""
+"""The fault guarantees — a killed run resumes with no half iteration, a full disk fails a run
+with its cause named, no lock error reaches a user — at a size `make test` affords
+(benchmarks/faults.py has the full campaign): 6 SIGKILLs aimed at the commit, the checkpoint
+write, random moments and a fresh run's start; a disk that fills under a live engine; three
+engines + the console + `rla runs` for at least 10 s with another process holding the write lock
+for 3 s, on until each thing checked has happened (a busy machine makes it slower, never
+unchecked). Each campaign runs once per module; each test asserts one guarantee on what it saw."""
 import sys
 import time
 from pathlib import Path

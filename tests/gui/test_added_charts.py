@@ -1,4 +1,4 @@
-"""Any metric, any chart (issue 21, part 1): a person adds a chart for any stored key from a
+"""Any metric, any chart: a person adds a chart for any stored key from a
 searchable list, arranges and removes charts, and finds them again per database after a restart."""
 import asyncio
 import sqlite3

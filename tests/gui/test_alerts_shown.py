@@ -1,4 +1,4 @@
-"""Alerts from the theory, as the console shows them (issue 21, part 5): a badge in the status line
+"""Alerts from the theory, as the console shows them: a badge in the status line
 while one is active, a marker where it began and where it ended, and a sentence with advice in
 the Events log — from a real engine whose judge gives one verdict per step (unanimous by
 definition: the collapse alert after a window of 2), cleared when its run ends."""

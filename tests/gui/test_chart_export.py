@@ -1,4 +1,4 @@
-"""A chart's right-click saves (issue 21): the chart as PNG or SVG, the data in view as CSV.
+"""A chart's right-click saves: the chart as PNG or SVG, the data in view as CSV.
 
 Real widgets, offscreen: the dashboard's MetricPlot and DifficultyPlot on a RunData fed metric
 columns as the store hands them over, and the comparison's ComparePlot on the recorded group's

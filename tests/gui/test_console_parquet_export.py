@@ -1,4 +1,4 @@
-"""File ▸ Export… offers Parquet (issue 21): chosen in the Save dialog, it writes the two files of
+"""File ▸ Export… offers Parquet: chosen in the Save dialog, it writes the two files of
 `rla export --format parquet` from the console, as the status line says.
 
 The console opens a database holding the recorded arithmetic run of tests/data (a real run,

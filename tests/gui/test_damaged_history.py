@@ -1,4 +1,4 @@
-"""The History panel over a database with hand-edited rows (issue 19, findings 9 and 12): every
+"""The History panel over a database with hand-edited rows: every
 run is listed, the damaged one shows as such, and stored text is shown, never obeyed."""
 import sqlite3
 

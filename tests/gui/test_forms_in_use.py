@@ -1,4 +1,4 @@
-"""The console in real use (issue 20): numbers typed into the form arrive as typed, the run name
+"""The console in real use: numbers typed into the form arrive as typed, the run name
 follows what the user did not type, the Samples and Task pool docks read at their default width
 (~330 px), and the ablation dialog opens on minutes of work and says how long it will take."""
 from __future__ import annotations
@@ -83,7 +83,7 @@ def test_every_float_field_takes_every_value_its_range_allows(panel, qtbot):
             assert getattr(getattr(panel.form.config(), key.split(".")[0]), f.name) == value
         panel.form.set_config(Config())
     assert tried > 150
-    # a learning rate, the case of the issue, in every spelling
+    # a learning rate in scientific notation (once refused), in every spelling
     for text in ("3e-6", "0.000003", "1e-8"):
         _type_into(qtbot, panel.form.editors["policy.lr"].widget, text)
         assert panel.form.config().policy.lr == float(text) and panel.start_button.isEnabled()

@@ -1,4 +1,4 @@
-"""History as a table of settings and results (issue 21, part 2), through the real window over
+"""History as a table of settings and results, through the real window over
 runs the real `rla run` made: chosen columns show the database's final and best values, sort
 (numbers as numbers, missing last) and filter, are remembered per database, refresh while a run
 streams; runs grouped by a column show their count and mean ± std; selected groups compare as

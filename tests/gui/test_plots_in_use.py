@@ -1,4 +1,4 @@
-"""The console's plots in real use (issue 20): what is on screen after the mouse leaves, after
+"""The console's plots in real use: what is on screen after the mouse leaves, after
 the next run is opened, near the plot's edges, with many legend entries; the comparison's
 summary and the view bar's smoothing value.
 

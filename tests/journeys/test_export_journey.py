@@ -1,6 +1,6 @@
 """Reports in the middle of work: HTML and PDF exports while a run is live, then another run
 started and watched, a run from a terminal, and search — the console must keep seeing its
-database after every export (issue 20's worst defect)."""
+database after every export (losing it was the worst defect found in real use)."""
 import subprocess
 import sys
 

@@ -1,4 +1,4 @@
-"""Data exports and imports (issue 4): `rla export --format csv|json`, `rla import`, the store's
+"""Data exports and imports: `rla export --format csv|json`, `rla import`, the store's
 bundles and run search, and the safe file writing every export goes through.
 
 A real run, recorded by tests/data/make_recorded_runs.py, is imported once per module into a

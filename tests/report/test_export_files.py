@@ -403,7 +403,7 @@ def test_a_read_only_filesystem_as_out_is_exit_2(db, tmp_path):
     assert listing(folder) == []
 
 
-# Finding 4: an export only reads, so a database it can only read must still export: the report
+# An export only reads, so a database it can only read must still export: the report
 # opens it with rla_engine.store.open_store(path, create=False), which falls back to a read-only
 # open when the normal one fails (a read-only folder or filesystem, a full disk where SQLite
 # cannot size the WAL index) and no write-ahead log holds commits outside the main file.

@@ -1,4 +1,4 @@
-"""Report rendering (issue 4): the HTML and PDF reports from real stored runs, the comparison of
+"""Report rendering: the HTML and PDF reports from real stored runs, the comparison of
 several runs, escaping of every user-provided string, and the speed on 100,000 metric rows.
 
 Three real runs, recorded (tests/data/make_recorded_runs.py), are imported once per module into a

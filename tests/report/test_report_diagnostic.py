@@ -1,4 +1,4 @@
-"""Issue 22: a run whose judge was replaced by the oracle is labelled a diagnostic in its report
+"""A run whose judge was replaced by the oracle is labelled a diagnostic in its report
 and in a comparison, where a learned run beside it is not."""
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
-"""Reports carry what issue 21 added to the console: the training-health and system charts, the
-charts a person added, and the alerts the theory raised — from a real `rla run`, through the real
-renderer command (`python -m rla_gui.report --chart …`, what File ▸ Export… runs)."""
+"""Reports carry the console's training-health and system charts, the charts a person added, and
+the alerts the theory raised — from a real `rla run`, through the real renderer command
+(`python -m rla_gui.report --chart …`, what File ▸ Export… runs)."""
 from __future__ import annotations
 
 import os

@@ -1,4 +1,4 @@
-"""Report layout in use (issue 20): no PDF page holds only a footer, counts read as counts, and
+"""Report layout in use: no PDF page holds only a footer, counts read as counts, and
 no legend drawn into a figure covers its data.
 
 The reports are made from the recorded runs (tests/data/make_recorded_runs.py); the PDFs are

@@ -1,4 +1,4 @@
-"""Rows edited by hand (issue 19, findings 9 and 12): the readers and `rla runs` / `show` /
+"""Rows edited by hand: the readers and `rla runs` / `show` /
 `resume` show one bad row as bad and keep the rest of the history readable; user text reaches a
 terminal with its control characters escaped.
 

@@ -1,4 +1,4 @@
-"""`rla import` of hostile files (issue 19, finding 8): every field of every bundle is checked —
+"""`rla import` of hostile files: every field of every bundle is checked —
 types, ranges, sizes, text that encodes — before anything is written, and only a regular file of
 bounded size is read at all. A refusal is exit 2 with one line naming the file and the field
 path; the database is not even created. What is accepted stays readable: strict JSON only, and
