@@ -176,8 +176,8 @@ class Ours:
         self.gen = torch.Generator().manual_seed(seed)
         self.opt = adamw(model, lr)                  # the engine's own optimiser
         self.how = Sampling(wl.new_tokens, temperature=1.0, top_p=1.0, batch_size=wl.sequences)
-        settings = ppo_settings(1, wl.sequences, 0.2, 0.01, wl.micro)      # the engine's own
-        self.backend = types.SimpleNamespace(ppo=settings, gen=self.gen)    # what _ppo reads of self
+        self.settings = ppo_settings(1, wl.sequences, 0.2, 0.01, wl.micro)      # the engine's own
+        self.backend = types.SimpleNamespace(gen=self.gen)    # what _ppo reads of self
         self.generated = GenerateMeter(model, tok.eos_token_id, device)
         self.scoring = scoring
         self.last: tuple[list[list[int]], list[list[int]], torch.Tensor] | None = None
@@ -214,7 +214,8 @@ class Ours:
 
     def update(self, contexts: list[list[int]], targets: list[list[int]], adv: torch.Tensor) -> float:
         t0 = now(self.device)
-        LLMBackend._ppo(self.backend, self.model, self.opt, contexts, targets, adv, 1.0, "policy")  # type: ignore[arg-type]
+        LLMBackend._ppo(self.backend, self.model, self.opt, self.settings,  # type: ignore[arg-type]
+                        contexts, targets, adv, 1.0, "policy")
         return now(self.device) - t0
 
     def line_update(self) -> tuple[float, int, int]:
