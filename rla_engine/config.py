@@ -159,8 +159,10 @@ class JudgeConfig:
                         choices=("paper", "balanced"))
     unanimous: str = _f("zero", "zero: a step whose m verdicts agree gives the judge no reward (z-scored over "
                                 "themselves, SPEC §4) — once it always agrees nothing moves it back. batch (not in "
-                                "the paper): such steps are z-scored over every such step of the iteration instead.",
-                        choices=("zero", "batch"))
+                                "the paper): such steps are z-scored over every such step of the iteration instead. "
+                                "trained (not in the paper): over every such step of the groups the judge trains "
+                                "on (its band), so that its rewards on them average zero where it learns.",
+                        choices=("zero", "batch", "trained"))
     source: str = _f("learned", "learned: the judge gives the verdicts (the paper). oracle — a DIAGNOSTIC, not a "
                                 "learner: the family's oracle step labels replace the judge's verdicts (m copies "
                                 "of each step's label; the judge is not trained) — the ceiling a perfect judge "

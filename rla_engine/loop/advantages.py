@@ -86,9 +86,10 @@ def judge_rewards(step_reward: torch.Tensor, verdicts: torch.Tensor) -> torch.Te
 
 def unanimous_steps_against_the_batch(step_reward: torch.Tensor, verdicts: torch.Tensor, mask: torch.Tensor,
                                       z: torch.Tensor) -> torch.Tensor:
-    """judge.unanimous = "batch" (not in the paper): the verdicts of a step whose m verdicts agree
-    (z-scored to 0 over themselves: no gradient, an absorbing state once the judge always agrees)
-    are z-scored instead over every such step of the batch, raw = R·S (−2 if unreadable) as
+    """judge.unanimous = "batch" | "trained" (not in the paper): the verdicts of a step whose m
+    verdicts agree (z-scored to 0 over themselves: no gradient, an absorbing state once the judge
+    always agrees) are z-scored instead over every such step that `mask` [B, T] marks (batch: all
+    real steps; trained: those of the groups the judge trains on), raw = R·S (−2 if unreadable) as
     before; `z` is the paper's reward [B, T, m], returned with those steps replaced."""
     raw = consistency_raw(step_reward, verdicts)
     agree = unanimous_steps(verdicts) & mask

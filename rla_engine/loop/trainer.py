@@ -228,6 +228,9 @@ class Trainer:
         judge = judge_rewards(step, verdicts)
         if cfg.judge.unanimous == "batch":
             judge = unanimous_steps_against_the_batch(step, verdicts, episodes.mask, judge)
+        elif cfg.judge.unanimous == "trained":
+            judged = episodes.mask & batch.per_episode(self._judge_groups(batch)).unsqueeze(1)
+            judge = unanimous_steps_against_the_batch(step, verdicts, judged, judge)
         return Rewards(lam, step, policy, normalize_per_step(policy, episodes.mask, batch.rollouts),
                        judge * episodes.mask.unsqueeze(-1))
 
@@ -258,14 +261,18 @@ class Trainer:
         cfg, episodes = self.cfg, batch.episodes
         if not cfg.judge.train or cfg.judge.source != "learned":
             return None
-        acc = torch.tensor(batch.group_acc, device=self.device)
-        groups = batch.trained & (acc >= cfg.judge.band_low) & (acc <= cfg.judge.band_high)
+        groups = self._judge_groups(batch)
         chosen = (episodes.mask & batch.per_episode(groups).unsqueeze(1)).unsqueeze(-1) & (rewards.judge != 0)
         episode, step, verdict = chosen.nonzero(as_tuple=True)
         advantages = rewards.judge[episode, step, verdict]
         if cfg.judge.weighting == "balanced":
             advantages = advantages * outcome_balanced_weights(episodes.success[episode])
         return self.backend.update_judge(episodes, batch.judgement, (episode, step, verdict), advantages)
+
+    def _judge_groups(self, batch: IterationBatch) -> torch.Tensor:
+        """[G] bool: the trained groups in the judge's band (SPEC §4: 0.2 ≤ acc ≤ 0.8)."""
+        acc = torch.tensor(batch.group_acc, device=self.device)
+        return batch.trained & (acc >= self.cfg.judge.band_low) & (acc <= self.cfg.judge.band_high)
 
     # -- 6. adapt (SPEC §5) ------------------------------------------------------------------------
     def _adapt(self, batch: IterationBatch) -> list[tuple[VariantRequest, Proposal]]:

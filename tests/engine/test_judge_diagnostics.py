@@ -199,3 +199,25 @@ def test_a_run_with_batch_rewards_for_unanimous_steps_trains_its_judge_on_them()
     assert max(trained) > 0          # m = 1: every step is unanimous, so the paper's form trains on none
     paper = Trainer(build(preset="tiny", sets=["judge.m=1"]), torch.device("cpu"))
     assert all(r.get(metrics.JUDGE_TRAINED_SHARE, 0.0) == 0 for r in (paper.step().metrics for _ in range(4)))
+
+
+def test_trained_rewards_unanimous_steps_against_the_steps_the_judge_learns_from():
+    """judge.unanimous = trained: pooled over the judge's band only, the rewards it trains on sum to
+    zero (no drift towards always +1 because its band holds more successes than the batch, which
+    `batch` allows); m = 1 makes every step unanimous, so every judged sample is one of them."""
+    def judged_sums(unanimous: str) -> list[float]:
+        tr = Trainer(build(preset="tiny", sets=[f"judge.unanimous={unanimous}", "judge.m=1"]), torch.device("cpu"))
+        sums: list[float] = []
+        update = tr.backend.update_judge
+
+        def capture(roll, judgement, index, advantages):
+            sums.append(float(advantages.sum()))
+            return update(roll, judgement, index, advantages)
+        tr.backend.update_judge = capture      # type: ignore[method-assign]
+        for _ in range(6):
+            tr.step()
+        return sums
+
+    trained, batch = judged_sums("trained"), judged_sums("batch")
+    assert trained and all(abs(s) < 1e-3 for s in trained)
+    assert batch and max(abs(s) for s in batch) > 0.1
