@@ -105,6 +105,14 @@ class TaskStatus(StrEnum):
 VARIANT_KINDS: tuple[str, ...] = (EventKind.VARIANT_ACCEPTED, EventKind.VARIANT_REJECTED)
 
 
+class VariantOutcome(StrEnum):
+    """What became of an environment model's answer, as a samples event shows it."""
+    PROPOSED = "proposed"        # valid: pending, rolled out next iteration
+    INVALID = "invalid"          # not JSON, or refused by the family's validation
+    ACCEPTED = "accepted"
+    REJECTED = "rejected"
+
+
 # -- row shapes, as the store returns them ------------------------------------------------------
 # A row may have been edited by hand (sqlite3 stores anything anywhere). The store reads a value
 # it cannot read as a stand-in of the column's type — None, 0, "" or, for a status, DAMAGED — and
@@ -207,7 +215,7 @@ class SampleTrajectory(TypedDict):
 class SampleVariant(TypedDict):
     slot: int
     direction: str               # harder | easier
-    outcome: str                 # proposed (valid, pending) | invalid | accepted | rejected
+    outcome: str                 # a VariantOutcome
     critic: Any                  # what the environment model was told (structured + the judge's text)
     task: str                    # the variant in words ("" when invalid)
     answer: str                  # the environment model's raw answer

@@ -13,7 +13,9 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
+from enum import StrEnum
 from pathlib import Path
+from typing import NamedTuple
 
 from ..commandline import resume_command, run_command
 from ..config import from_dict
@@ -27,11 +29,23 @@ from .outputs import log_file
 POLL_S = 0.5
 
 
-def _todo(store: Store, run: PlannedRun, group: str) -> str:
-    """start | resume | skip: <why>, after checking that an existing run is this plan's run."""
+class Step(StrEnum):
+    """What `rla ablate` does with a planned run."""
+    START = "start"
+    RESUME = "resume"
+    SKIP = "skip"
+
+
+class Todo(NamedTuple):
+    step: Step
+    why: str = ""               # a skip's reason
+
+
+def _todo(store: Store, run: PlannedRun, group: str) -> Todo:
+    """Start, resume or skip (and why), after checking that an existing run is this plan's run."""
     row = store.get_run(run.run_id)
     if row is None:
-        return "start"
+        return Todo(Step.START)
     if row.get("group_id") != group:
         raise InputError(f"run {run.run_id} exists outside group {group}; choose another --group")
     stored = from_dict(store.run_config(run.run_id)).to_dict()
@@ -41,14 +55,14 @@ def _todo(store: Store, run: PlannedRun, group: str) -> str:
         raise InputError(f"run {run.run_id} of group {group} was started with other settings "
                          f"({', '.join(differ[:4])}); rerun with the same settings or choose another --group")
     if row["status"] == Status.COMPLETED:
-        return "skip: completed"
+        return Todo(Step.SKIP, "completed")
     if row["status"] in LIVE:
-        return f"skip: {row['status']} in process {row['pid']}"
-    return "resume"
+        return Todo(Step.SKIP, f"{row['status']} in process {row['pid']}")
+    return Todo(Step.RESUME)
 
 
-def _command(run: PlannedRun, action: str, db: Path, group: str, config_dir: Path, preset: str | None) -> list[str]:
-    if action == "resume":
+def _command(run: PlannedRun, step: Step, db: Path, group: str, config_dir: Path, preset: str | None) -> list[str]:
+    if step == Step.RESUME:
         return resume_command(sys.executable, db, run.run_id)
     path = config_dir / f"{run.run_id}.toml"
     path.write_text(run.config.to_toml(), encoding="utf-8")
@@ -60,10 +74,10 @@ def execute(store: Store, runs: list[PlannedRun], group: str, *, jobs: int, log_
     """Bring every planned run to completion, `jobs` at a time; return the ids that failed. `env`
     is added to the runs' environment (a Ray cluster's address). `log_dir` exists (outputs.py)."""
     todo = [(r, _todo(store, r, group)) for r in runs]
-    for r, action in todo:
-        if action.startswith("skip"):
-            say(f"{r.run_id}: {action[6:]}")
-    queue = [(r, a) for r, a in todo if not a.startswith("skip")]
+    for r, t in todo:
+        if t.step == Step.SKIP:
+            say(f"{r.run_id}: {t.why}")
+    queue = [(r, t.step) for r, t in todo if t.step != Step.SKIP]
     failed: list[str] = []
     live: dict[str, tuple[subprocess.Popen, float]] = {}
     with tempfile.TemporaryDirectory(prefix="rla-ablate-") as tmp:
@@ -84,13 +98,13 @@ def _loop(queue: list, live: dict, failed: list[str], db: Path, group: str, jobs
           tmp: Path, say: Callable[[str], None], preset: str | None, env: dict) -> None:
     while queue or live:
         while queue and len(live) < jobs:
-            r, action = queue.pop(0)
+            r, step = queue.pop(0)
             log = log_file(log_dir, r.run_id)
-            proc = subprocess.Popen(_command(r, action, db, group, tmp, preset), stdout=log,
+            proc = subprocess.Popen(_command(r, step, db, group, tmp, preset), stdout=log,
                                     stderr=subprocess.STDOUT, env=env)
             log.close()
             live[r.run_id] = (proc, time.monotonic())
-            say(f"{r.run_id}: {'started' if action == 'start' else 'resumed'} ({r.name})")
+            say(f"{r.run_id}: {'started' if step == Step.START else 'resumed'} ({r.name})")
         time.sleep(POLL_S)
         for run_id, (proc, t0) in list(live.items()):
             code = proc.poll()

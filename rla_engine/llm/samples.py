@@ -3,7 +3,8 @@ trajectories as text with every step's verdicts and the judge's reasoning, and t
 model's proposals and decisions with their critic — what the console's Samples panel shows."""
 from __future__ import annotations
 
-from ..vocabulary import EventKind, SamplesPayload, SampleStep, SampleTrajectory, SampleTurn, SampleVariant
+from ..vocabulary import (EventKind, SamplesPayload, SampleStep, SampleTrajectory, SampleTurn, SampleVariant,
+                          VariantOutcome)
 from .dialogue import TextEpisodes
 from .judge import TextJudgement
 
@@ -40,15 +41,17 @@ def event(family, ep: TextEpisodes, judgement: TextJudgement, slots: list[int], 
     for d in decisions:
         rec = d.record
         variants.append({"slot": d.slot, "direction": rec.direction or "", "critic": rec.critic,
-                         "outcome": "accepted" if d.accepted else "rejected", "task": _words(family, rec.task),
-                         "answer": "", "reason": None if d.accepted else
+                         "outcome": VariantOutcome.ACCEPTED if d.accepted else VariantOutcome.REJECTED,
+                         "task": _words(family, rec.task), "answer": "", "reason": None if d.accepted else
                          f"accuracy {rec.new_acc:.2f} after {rec.prev_acc:.2f} does not meet the {rec.direction} rule"})
     for r, p in proposals:
         for answer, reason in p.invalid:
-            variants.append({"slot": r.slot, "direction": r.direction, "critic": r.critic, "outcome": "invalid",
-                             "task": "", "answer": _cut(answer), "reason": _cut(reason)})
+            variants.append({"slot": r.slot, "direction": r.direction, "critic": r.critic,
+                             "outcome": VariantOutcome.INVALID, "task": "", "answer": _cut(answer),
+                             "reason": _cut(reason)})
         if p.task is not None:
-            variants.append({"slot": r.slot, "direction": r.direction, "critic": r.critic, "outcome": "proposed",
-                             "task": _words(family, p.task), "answer": "", "reason": None})
+            variants.append({"slot": r.slot, "direction": r.direction, "critic": r.critic,
+                             "outcome": VariantOutcome.PROPOSED, "task": _words(family, p.task), "answer": "",
+                             "reason": None})
     payload: SamplesPayload = {"family": family.name, "trajectories": trajectories, "variants": variants}
     return EventKind.SAMPLES, payload

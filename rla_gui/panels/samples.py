@@ -18,7 +18,7 @@ from PySide6.QtGui import QColor, QFont, QHelpEvent, QTextCharFormat, QTextCurso
 from PySide6.QtWidgets import (QLabel, QListView, QListWidget, QListWidgetItem, QPlainTextEdit, QSplitter,
                                QStackedWidget, QTabWidget, QTextEdit, QToolTip, QVBoxLayout, QWidget)
 
-from rla_engine.vocabulary import EventKind
+from rla_engine.vocabulary import EventKind, VariantOutcome
 
 from .episode_view import BAD_COLOR, GOOD_COLOR, UNREADABLE_COLOR, chip_color
 
@@ -30,7 +30,8 @@ MAX_CHARS = 20_000            # per text (a step, an observation, a reasoning, a
 MAX_DIALOGUE = 200_000        # per shown trajectory, all its texts together
 CUT = "… (cut)"
 PICK_STEP = "Click a step in the dialogue to read the judge's reasoning."
-OUTCOME_COLORS = {"accepted": GOOD_COLOR, "rejected": BAD_COLOR, "invalid": UNREADABLE_COLOR}
+OUTCOME_COLORS: dict[str, QColor] = {VariantOutcome.ACCEPTED: GOOD_COLOR, VariantOutcome.REJECTED: BAD_COLOR,
+                                     VariantOutcome.INVALID: UNREADABLE_COLOR}
 TIP_CHARS = 600               # a list item's tooltip: enough of a task to read, never a wall of text
 # What the judge's verdicts mean (rewards.parse_verdict, SPEC §1, §4): the judge samples m answers
 # per step, each ending in \boxed{1} or \boxed{-1}; anything else reads as 0.
