@@ -32,9 +32,11 @@ Figures (tokens are completion tokens; a step makes and trains on P·G·N of the
   the optimiser step. Ours' parts: old pass, train forward, backward + rest, optimizer.step.
 - whole step tokens/s: completion tokens ÷ step seconds.
 - ratio: ours ÷ TRL (> 1: ours is faster), from the medians.
-- line steps (--lines, measured once at the end): ours' update alone, on the last completions cut
+- line steps (--lines, --reps times at the end): ours' update alone, on the last completions cut
   into lines as the real text_arithmetic loop trains them (each line one sample whose context
-  repeats the prompt and the earlier lines), against the whole-completion figure.
+  repeats the prompt and the earlier lines; one minibatch, as the whole completions), against the
+  whole-completion update's time (step minus generate); the engine scores each completion's lines
+  in one forward pass (rla_engine/llm/completion_rows.py).
 - peak memory (CUDA only): torch.cuda.max_memory_allocated() during the step, both models resident.
 """
 from __future__ import annotations
@@ -81,10 +83,14 @@ def report(name: str, ours: list[Record], theirs: list[Record], lines: list[tupl
         print(f"  TRL:  generate {med([r.gen_s for r in theirs]):.2f}, "
               f"optimizer.step {med([r.opt_s for r in theirs]):.2f}, "
               f"the rest {med([r.train_s - r.opt_s for r in theirs]):.2f}, step {med([r.step_s for r in theirs]):.2f}")
-    for secs, samples, positions in lines:
-        print(f"line steps (ours' update alone, once): {samples} samples, {positions} token positions through the "
-              f"model, {secs:.1f} s, training tokens/s {ours[0].train_tokens / secs:.1f} (whole completions: "
-              f"{sum(r.train_tokens for r in ours) / sum(r.train_s for r in ours):.1f}, step minus generate)")
+    if lines:
+        secs = med([s for s, _, _ in lines])
+        whole = med([r.train_s for r in ours])
+        _, samples, positions = lines[0]
+        print(f"line steps (ours' update alone, median of {len(lines)}): {samples} samples ({positions} token "
+              f"positions if scored one by one), {secs:.2f} s, training tokens/s {ours[0].train_tokens / secs:.1f}; "
+              f"whole completions {whole:.2f} s (step minus generate), {ours[0].train_tokens / whole:.1f} tokens/s; "
+              f"line steps ÷ whole completions {secs / whole:.2f}× the time")
     if device.type == "cuda":
         gib = 2.0 ** 30
         print(f"peak memory (GiB, both models resident): ours {med([r.peak_bytes for r in ours]) / gib:.2f}"
@@ -124,8 +130,8 @@ def bench(source: str, args, device: torch.device, dtype: torch.dtype, meters) -
         theirs, shape = trl_side(trl_model, trl_tok, wl, device, dtype, args.seed, args.lr, args.warmup + args.reps,
                                  opt_meter, ours_step)
         print(f"generate batches (rows, padded prompt width): ours {ours.generated.shape}, TRL {shape}")
-    if args.lines:        # once, after the comparison: it is slow (many samples, each with its context)
-        lines.append(ours.line_update())
+    if args.lines:        # after the comparison, on the last step's completions
+        lines.extend(ours.line_update() for _ in range(args.reps))
     w = args.warmup
     report(source, mine[w:], theirs[w:], lines, device)
 

@@ -23,6 +23,7 @@ from rla_engine.llm import backend as llm_backend
 from rla_engine.llm.backend import LLMBackend, adamw, ppo_settings
 from rla_engine.llm.dialogue import split_lines
 from rla_engine.llm.generation import Sampling, chat_ids, sample
+from rla_engine.loop.ppo import PPOSettings
 from rla_engine.tasks import load_family
 from rla_engine.tasks.text_arithmetic import values
 
@@ -212,16 +213,19 @@ class Ours:
         return Record(step_s, gen_s, self.generated.tokens, sum(len(a) for a in answers),
                       opt_meter.seconds, peak(self.device), parts)
 
-    def update(self, contexts: list[list[int]], targets: list[list[int]], adv: torch.Tensor) -> float:
+    def update(self, contexts: list[list[int]], targets: list[list[int]], adv: torch.Tensor,
+               settings: PPOSettings | None = None) -> float:
         t0 = now(self.device)
-        LLMBackend._ppo(self.backend, self.model, self.opt, self.settings,  # type: ignore[arg-type]
+        LLMBackend._ppo(self.backend, self.model, self.opt, settings or self.settings,  # type: ignore[arg-type]
                         contexts, targets, adv, 1.0, "policy")
         return now(self.device) - t0
 
     def line_update(self) -> tuple[float, int, int]:
         """The last step's completions cut into line steps as the real text_arithmetic loop cuts
         them (dialogue.split_lines: each line a sample, its context the prompt + earlier lines),
-        each with its sequence's advantage: (seconds, samples, scored token positions)."""
+        each with its sequence's advantage, updated as the whole completions are: one epoch, one
+        minibatch of every sample, micro-batches of M rows: (seconds, samples, token positions the
+        samples would put through the model one by one)."""
         assert self.last is not None
         contexts, targets, adv = self.last
         ctx, tgt, a = [], [], []
@@ -233,7 +237,8 @@ class Ours:
                 a.append(v)
                 before = before + span
         positions = sum(len(c) + len(t) for c, t in zip(ctx, tgt))
-        return self.update(ctx, tgt, torch.tensor(a)), len(tgt), positions
+        settings = ppo_settings(1, len(tgt), 0.2, 0.01, self.wl.micro)
+        return self.update(ctx, tgt, torch.tensor(a), settings), len(tgt), positions
 
 
 # ---------------------------------------------------------------- TRL

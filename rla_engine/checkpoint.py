@@ -76,7 +76,7 @@ def save(folder: Path, iteration: int, state: dict, keep: int, owner: Owner | No
     folder = Path(folder)
     _make_private_dir(folder)
     clean_tmp(folder)
-    final = folder / f"it-{iteration:09d}.pt"
+    final = path_of(folder, iteration)
     tmp = folder / f".{final.name}.tmp"
     buf = io.BytesIO()
     torch.save(state, buf)
@@ -102,6 +102,11 @@ def save(folder: Path, iteration: int, state: dict, keep: int, owner: Owner | No
     fsync_path(folder)
     _prune(folder, final, keep, owner)
     return final
+
+
+def path_of(folder: Path, iteration: int) -> Path:
+    """Where `save` writes iteration's checkpoint."""
+    return Path(folder) / f"it-{iteration:09d}.pt"
 
 
 def _make_private_dir(folder: Path) -> None:

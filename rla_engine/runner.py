@@ -16,8 +16,10 @@ import time
 import traceback
 from pathlib import Path
 from collections.abc import Callable
+from typing import TypeVar
 
 from . import checkpoint
+from .checkpoint_writer import CheckpointFailed, CheckpointWriter
 from . import metrics
 from .alerts import AlertWatcher, open_alerts
 from .loop.ppo import NonFiniteError
@@ -35,6 +37,7 @@ STOP_PEEK_S = 0.2        # how often a wait on Ray workers looks for a stop comm
 # to write the run's last words (a few WAL pages, with room to spare).
 RESERVE_BYTES = 1 << 20
 RESERVE_NAME = "space-reserve"
+_T = TypeVar("_T")
 
 
 class Heartbeat(threading.Thread):
@@ -78,7 +81,8 @@ class Runner:
         self._last_time = time.perf_counter()
         self._last_eval: float | None = None
         self.abandoned: int | None = None    # an iteration a stop cut short: its state is never saved
-        self.checkpointed = trainer.iteration    # the iteration of the newest checkpoint (launch wrote it)
+        # launch wrote the starting state's checkpoint; the periodic ones are written beside the loop
+        self.writer = CheckpointWriter(self.ckpt_dir, self.cfg.run.keep_checkpoints, self.owner, trainer.iteration)
         self._last_peek = 0.0
         self.alerts = AlertWatcher(self.cfg.alerts.window, self.cfg.alerts.enabled, alert_state)
         self.system = SystemSampler.for_device(self.cfg.run.system_every_s, trainer.device)
@@ -157,6 +161,12 @@ class Runner:
                 result.metrics.update(self.system.sample_if_due(time.monotonic()))
                 result.timings["system"] = time.perf_counter() - t
                 t = time.perf_counter()
+                # the last checkpoint is on disk before this iteration is stored (it is written while
+                # an iteration runs, so this rarely waits): a failed write fails the run before the
+                # next commit, and a resume never reruns more than the iterations since that one
+                self._checked_writer(self.writer.wait)
+                waited = time.perf_counter() - t
+                t = time.perf_counter()
                 self.phase = f"iteration {n} (storing it)"
                 result.events = result.events + self.alerts.observe(result.iteration, result.metrics)
                 self.store.commit_iteration(self.run_id, result.iteration, env_steps=result.env_steps,
@@ -166,8 +176,8 @@ class Runner:
                 result.timings["store"] = time.perf_counter() - t
                 t = time.perf_counter()
                 if result.iteration % self.cfg.run.checkpoint_every == 0:
-                    self._checkpoint()
-                result.timings["checkpoint"] = time.perf_counter() - t
+                    self._checkpoint(wait=False)
+                result.timings["checkpoint"] = waited + time.perf_counter() - t
                 if self.observe is not None:
                     self.observe(result)
                 self.phase = f"iteration {n} (writing the log)"
@@ -188,6 +198,8 @@ class Runner:
     def _finish(self, status: str, payload: dict) -> int:
         if self.abandoned is None:    # else the last checkpoint stands: a half-done iteration is no state
             self._checkpoint()
+        else:
+            self._checked_writer(self.writer.wait)
         self._write_alerts(self.alerts.end(self.committed))
         self.store.end_run(self.run_id, self.committed, status, payload)
         self.out(f"run {self.run_id} {status} at iteration {self.committed}")
@@ -203,6 +215,8 @@ class Runner:
     def _fail(self, message: str, payload: dict) -> int:
         """Record the failure at the last committed iteration (a resume's rewind keeps it). When
         the disk is full the reserve is given up first, so that this last write has room."""
+        with contextlib.suppress(Exception):    # a write under way ends (or fails) before the run does
+            self.writer.wait()
         self._record_pending_events()
         with contextlib.suppress(Exception):    # the failure's own record comes first (a full disk)
             self._write_alerts(self.alerts.end(self.committed))
@@ -223,20 +237,30 @@ class Runner:
         with contextlib.suppress(OSError, ValueError):   # the log may be on the full disk too
             print(line, file=sys.stderr, flush=True)
 
-    def _checkpoint(self) -> Path:
-        self.phase = f"checkpoint of iteration {self.trainer.iteration}"
+    def _checkpoint(self, wait: bool = True) -> Path:
+        """Checkpoint the state of the last iteration. `wait`: return once it is on disk (a pause,
+        a command, the end of the run); else it is written while the next iteration runs."""
         state = {**self.trainer.state_dict(), "alerts": self.alerts.state_json()}
-        path = checkpoint.save(self.ckpt_dir, self.trainer.iteration, state,
-                               self.cfg.run.keep_checkpoints, self.owner)
-        self.checkpointed = self.trainer.iteration
+        path = self._checked_writer(lambda: self.writer.submit(self.trainer.iteration, state))
+        if wait:
+            self._checked_writer(self.writer.wait)
         return path
+
+    def _checked_writer(self, call: Callable[[], _T]) -> _T:
+        """A failed background write fails the run as a failed checkpoint did when the loop wrote
+        it: the message names the checkpoint's iteration and the error (a full disk's ENOSPC)."""
+        try:
+            return call()
+        except CheckpointFailed as failed:
+            self.phase = f"checkpoint of iteration {failed.iteration}"
+            raise failed.error from None
 
     def _stop_requested(self) -> bool:
         """Asked while an executor waits on its workers: a signal, or a stop command waiting in the
         database (looked for every STOP_PEEK_S; applied, as every command, at the boundary). Only
         when the last committed iteration is checkpointed: cutting an iteration short must not
         cost the iterations committed since the newest checkpoint (run.checkpoint_every > 1)."""
-        if self.checkpointed != self.committed:
+        if self.writer.durable != self.committed:
             return False
         if self.stop_reason is not None:
             return True

@@ -22,6 +22,7 @@ from ..loop.device import resolve_device
 from ..loop.ppo import PPOSettings, PPOStats, ppo_update
 from ..tasks.task import Task
 from . import env_model, samples
+from .completion_rows import CompletionRows
 from .dialogue import TextEpisodes, join, play
 from .generation import Sampling, token_scores, was_cut
 from .judge import TextJudgement, join_judgements, judge, oracle_judgement, unreadable_share
@@ -136,12 +137,14 @@ class LLMBackend(Backend):
         device = next(model.parameters()).device
         adv = advantages.to(device)
 
+        # a completion's line steps share one forward pass (completion_rows.py)
+        rows = CompletionRows(contexts, targets)
+
         def log_prob(idx: torch.Tensor):
-            rows = idx.tolist()
-            return token_scores(model, [contexts[i] for i in rows], [targets[i] for i in rows], temperature, width)
+            return rows.scores(token_scores, model, idx, temperature, width)
 
         model.train()
-        stats = ppo_update(model, opt, log_prob, adv, settings, self.gen, name)
+        stats = ppo_update(model, opt, log_prob, adv, settings, self.gen, name, split=rows.micro_batches)
         model.eval()
         return stats
 

@@ -12,6 +12,7 @@ same forward.
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
 from dataclasses import dataclass
@@ -65,6 +66,15 @@ def _keeps_logits(model) -> bool:
     return _forward_takes(model, "logits_to_keep")
 
 
+def compute_in(model) -> contextlib.AbstractContextManager:
+    """Autocast to the half dtype a trained model computes in over its float32 weights
+    (sources.load_model); nothing for a model whose weights are in the dtype it computes in."""
+    dtype = getattr(model, "rla_compute_dtype", None)
+    if dtype is None:
+        return contextlib.nullcontext()
+    return torch.autocast(_model_device(model).type, dtype=dtype)
+
+
 def _seed_from(gen: torch.Generator | None) -> None:
     if gen is not None:
         torch.manual_seed(int(torch.randint(0, 2**62, (1,), generator=gen, device=gen.device)))
@@ -100,10 +110,11 @@ def sample(model, tokenizer, prompts: list[list[int]], how: Sampling, gen: torch
         if how.stop_at_newline:
             kw.update(stop_strings=["\n"], tokenizer=tokenizer)
         ids, att = ids.to(device), att.to(device)
-        if copies > 1:
-            kw.update(num_return_sequences=1, **_shared_prefix(model, ids, att, copies))
-            ids, att = ids.repeat_interleave(copies, 0), att.repeat_interleave(copies, 0)
-        seqs = model.generate(input_ids=ids, attention_mask=att, **kw)
+        with compute_in(model):
+            if copies > 1:
+                kw.update(num_return_sequences=1, **_shared_prefix(model, ids, att, copies))
+                ids, att = ids.repeat_interleave(copies, 0), att.repeat_interleave(copies, 0)
+            seqs = model.generate(input_ids=ids, attention_mask=att, **kw)
         for row in seqs[:, width:].tolist():
             out.append(_trim(row, eos, pad))
     model.train(was_training)
@@ -178,7 +189,8 @@ def token_scores(model, contexts: list[list[int]], targets: list[list[int]], tem
     # `first`, so the vocabulary projection skips the shortest context (most of a prompt)
     first = max(0, min(len(c) for c in contexts) - 1)
     keep = {"logits_to_keep": seq_len - first} if first and _keeps_logits(model) else {}
-    logits = model(input_ids=ids, attention_mask=att, use_cache=False, **keep).logits   # [n, L − first, V]
+    with compute_in(model):
+        logits = model(input_ids=ids, attention_mask=att, use_cache=False, **keep).logits   # [n, L − first, V]
     offset = first if keep else 0
     pos = torch.zeros((n, width), dtype=torch.long)
     mask = torch.zeros((n, width), dtype=torch.bool)

@@ -184,15 +184,22 @@ def load_model(path: str, *, device: str, dtype: str, trainable: bool) -> tuple[
     reason = check_source(path)
     if reason:
         raise ModelLoadError(reason, reason)
+    import torch
+
     from rla_engine.loop.device import resolve_device   # torch: imported only once a model is loaded
 
     dev = resolve_device(device)
     dt = resolve_dtype(dtype, dev)
+    # a trained role keeps float32 weights and computes in half precision under autocast: AdamW's
+    # steps (lr × ~1) are far below a bfloat16 weight's resolution (2⁻⁸ of it) and would round away
+    half = trainable and dt in (torch.bfloat16, torch.float16)
     _quiet_transformers()
     try:
         folder = _folder_of(path)
         screen(folder)
-        model, tokenizer = _from_folder(folder, dt)
+        model, tokenizer = _from_folder(folder, torch.float32 if half else dt)
+        if half:
+            model.rla_compute_dtype = dt
     except Exception as e:
         # Whatever a model folder makes transformers, safetensors or torch raise (a config value
         # of the wrong type, weights of other shapes, a pickle the weights-only unpickler refuses)

@@ -84,7 +84,7 @@ def judge_rewards(step_reward: torch.Tensor, verdicts: torch.Tensor) -> torch.Te
     return z.float()
 
 
-def unanimous_steps_against_the_batch(step_reward: torch.Tensor, verdicts: torch.Tensor, mask: torch.Tensor,
+def unanimous_steps_pooled(step_reward: torch.Tensor, verdicts: torch.Tensor, mask: torch.Tensor,
                                       z: torch.Tensor) -> torch.Tensor:
     """judge.unanimous = "batch" | "trained" (not in the paper): the verdicts of a step whose m
     verdicts agree (z-scored to 0 over themselves: no gradient, an absorbing state once the judge

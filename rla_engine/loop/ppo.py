@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import torch
 from torch import nn
@@ -111,7 +111,8 @@ class _Health:
 
 def ppo_update(net: nn.Module, optimizer: torch.optim.Optimizer, log_prob: Callable[[torch.Tensor], LogProbs],
                advantages: torch.Tensor, settings: PPOSettings, generator: torch.Generator,
-               name: str, entropy: Callable[[], torch.Tensor] | None = None) -> PPOStats:
+               name: str, entropy: Callable[[], torch.Tensor] | None = None,
+               split: Callable[[torch.Tensor, int], Sequence[torch.Tensor]] | None = None) -> PPOStats:
     """PPO-clip + k3 KL (SPEC §3). `log π_old` is the pre-update policy's, taken once before the first
     optimiser step (a no-grad pass; with `reuse_first_pass`, the first minibatch's own forward
     and a no-grad pass for the rest), and is also the KL reference. Token-level samples: ratio
@@ -119,8 +120,10 @@ def ppo_update(net: nn.Module, optimizer: torch.optim.Optimizer, log_prob: Calla
     (PPOStats) read only what the update computes anyway. `entropy()` (with
     settings.entropy_coef > 0) gives per-state entropies over every visited state; each
     minibatch step subtracts entropy_coef × their mean, and with no samples each epoch still
-    makes one entropy-only step."""
+    makes one entropy-only step. `split(idx, size)` cuts a minibatch into micro-batches (default:
+    `size` samples each); the loss is a mean over the minibatch's samples whatever the cut."""
     n = advantages.shape[0]
+    cut = split or _by_count
     bonus = entropy if entropy is not None and settings.entropy_coef > 0 else None
     if n == 0:
         if bonus is not None:
@@ -133,7 +136,7 @@ def ppo_update(net: nn.Module, optimizer: torch.optim.Optimizer, log_prob: Calla
     reuse = settings.reuse_first_pass
     health = _Health()
     old = _old_log_probs(log_prob, perm[settings.minibatch_size:] if reuse else torch.arange(n, device=perm.device),
-                         n, settings, health)
+                         n, settings, health, cut)
     total_loss = total_kl = 0.0
     batches = 0
     for epoch in range(settings.epochs):
@@ -141,7 +144,7 @@ def ppo_update(net: nn.Module, optimizer: torch.optim.Optimizer, log_prob: Calla
             perm = torch.randperm(n, generator=generator, device=generator.device).to(advantages.device)
         for idx in perm.split(settings.minibatch_size):
             optimizer.zero_grad(set_to_none=True)
-            micros = idx.split(settings.micro_batch_size) if settings.micro_batch_size else (idx,)
+            micros = cut(idx, settings.micro_batch_size) if settings.micro_batch_size else (idx,)
             for k, micro in enumerate(micros):
                 new = _scores(log_prob(micro))
                 if reuse and batches == 0:    # no step taken yet: log π_old is this very pass
@@ -166,8 +169,13 @@ def ppo_update(net: nn.Module, optimizer: torch.optim.Optimizer, log_prob: Calla
     return stats
 
 
+def _by_count(idx: torch.Tensor, size: int) -> Sequence[torch.Tensor]:
+    return idx.split(size)
+
+
 def _old_log_probs(log_prob: Callable[[torch.Tensor], LogProbs], rows: torch.Tensor, n: int,
-                   settings: PPOSettings, health: _Health) -> torch.Tensor | None:
+                   settings: PPOSettings, health: _Health,
+                   cut: Callable[[torch.Tensor, int], Sequence[torch.Tensor]]) -> torch.Tensor | None:
     """log π_old of the samples `rows`, by a no-grad pass before any step; None when there are none.
     With `reuse_first_pass` the rows are those outside the first minibatch, which needs no such
     pass: no step has been taken when it is scored, so its own forward gives log π_old (`_keep`),
@@ -178,7 +186,7 @@ def _old_log_probs(log_prob: Callable[[torch.Tensor], LogProbs], rows: torch.Ten
     chunk = settings.micro_batch_size or max(settings.minibatch_size, 4096)
     old = None
     with torch.no_grad():
-        for idx in rows.split(chunk):
+        for idx in cut(rows, chunk):
             old = _keep(old, idx, _scores(log_prob(idx)), n, health)
     return old
 

@@ -19,7 +19,7 @@ from ..tasks.task import Task
 from ..vocabulary import EventKind
 from . import curriculum
 from .advantages import (judge_rewards, normalize_per_step, oracle_verdicts, outcome_balanced_weights,
-                         step_rewards, transformed_step_rewards, unanimous_steps_against_the_batch)
+                         step_rewards, transformed_step_rewards, unanimous_steps_pooled)
 from .backend import Episodes, Judgement, Proposal, VariantRequest
 from .backend_factory import make_backend
 from .device import limit_threads
@@ -66,6 +66,7 @@ class IterationBatch:
     rollouts: int
     judgement: Judgement = field(init=False)          # 2. judge
     group_acc: list[float] = field(init=False)        # 3. per group: its share of successes
+    group_acc_tensor: torch.Tensor = field(init=False)  # 3. the same, [G] on the device, for the learners' masks
     decisions: list[Decision] = field(init=False)     # 3. per candidate: accepted or rejected
     kept: torch.Tensor = field(init=False)            # 3. [G] bool: sampled groups and accepted candidates
     trained: torch.Tensor = field(init=False)         # 3. [G] bool: kept groups the learners may train on
@@ -201,7 +202,8 @@ class Trainer:
         """Accept or reject each candidate on the accuracy its rollouts just measured, record the
         sampled slots' accuracy, and mark which groups the learners may train on: the sampled
         ones and the accepted candidates (DAPO: only the first mixed ones)."""
-        acc = batch.group_acc = batch.episodes.group_acc().cpu().tolist()
+        batch.group_acc_tensor = batch.episodes.group_acc()
+        acc = batch.group_acc = batch.group_acc_tensor.cpu().tolist()
         n_sampled = len(batch.sampled)
         batch.decisions = [self.pool.decide(slot, acc[n_sampled + i], batch.iteration)
                            for i, slot in enumerate(batch.candidates)]
@@ -227,10 +229,10 @@ class Trainer:
             transformed_step_rewards(episodes.outcome, verdicts, episodes.mask, lam, cfg.policy.step_verdicts)
         judge = judge_rewards(step, verdicts)
         if cfg.judge.unanimous == "batch":
-            judge = unanimous_steps_against_the_batch(step, verdicts, episodes.mask, judge)
+            judge = unanimous_steps_pooled(step, verdicts, episodes.mask, judge)
         elif cfg.judge.unanimous == "trained":
             judged = episodes.mask & batch.per_episode(self._judge_groups(batch)).unsqueeze(1)
-            judge = unanimous_steps_against_the_batch(step, verdicts, judged, judge)
+            judge = unanimous_steps_pooled(step, verdicts, judged, judge)
         return Rewards(lam, step, policy, normalize_per_step(policy, episodes.mask, batch.rollouts),
                        judge * episodes.mask.unsqueeze(-1))
 
@@ -245,8 +247,7 @@ class Trainer:
     def _update_policy(self, batch: IterationBatch, rewards: Rewards) -> PPOStats:
         """PPO on every step of the trained groups in the policy's band (mixed groups; with
         policy.unanimous_groups all-success and all-failure ones too) whose advantage is not 0."""
-        cfg, episodes = self.cfg, batch.episodes
-        acc = torch.tensor(batch.group_acc, device=self.device)
+        cfg, episodes, acc = self.cfg, batch.episodes, batch.group_acc_tensor
         in_band = (acc > cfg.policy.band_low) & (acc < cfg.policy.band_high)
         unanimous = cfg.policy.unanimous_groups & ((acc == 0) | (acc == 1))
         groups = batch.trained & (in_band | unanimous)
@@ -271,7 +272,7 @@ class Trainer:
 
     def _judge_groups(self, batch: IterationBatch) -> torch.Tensor:
         """[G] bool: the trained groups in the judge's band (SPEC §4: 0.2 ≤ acc ≤ 0.8)."""
-        acc = torch.tensor(batch.group_acc, device=self.device)
+        acc = batch.group_acc_tensor
         return batch.trained & (acc >= self.cfg.judge.band_low) & (acc <= self.cfg.judge.band_high)
 
     # -- 6. adapt (SPEC §5) ------------------------------------------------------------------------

@@ -177,19 +177,19 @@ def test_a_run_stores_the_error_structure():
 # ---------------------------------------------------------------- the judge's unanimous steps
 
 def test_unanimous_steps_get_a_reward_against_the_batch_and_the_rest_keep_the_papers():
-    from rla_engine.loop.advantages import judge_rewards, unanimous_steps_against_the_batch
+    from rla_engine.loop.advantages import judge_rewards, unanimous_steps_pooled
     # three unanimous steps (−1 on a success, −1 on a failure, +1 on a success) and a split one
     verdicts = torch.tensor([[[-1, -1], [-1, -1], [1, 1], [1, -1]]], dtype=torch.int8)
     R = torch.tensor([[0.0, -2.0, 2.0, 1.0]])          # R_i = O + λ·v_i at λ = 1
     mask = torch.ones((1, 4), dtype=torch.bool)
     paper = judge_rewards(R, verdicts)
     assert paper[0, :3].abs().sum() == 0                # the paper's form: no gradient at all
-    got = unanimous_steps_against_the_batch(R, verdicts, mask, paper)
+    got = unanimous_steps_pooled(R, verdicts, mask, paper)
     # raw R·S of the unanimous steps: 0, 2, 2 → the collapsed "−1 on a success" is pushed away
     assert got[0, 0].tolist() == pytest.approx([-2 ** 0.5] * 2)
     assert got[0, 1].tolist() == got[0, 2].tolist() == pytest.approx([2 ** -0.5] * 2)
     assert torch.equal(got[0, 3], paper[0, 3])           # a split step keeps the paper's reward
-    padded = unanimous_steps_against_the_batch(R, verdicts, torch.tensor([[True, False, False, True]]), paper)
+    padded = unanimous_steps_pooled(R, verdicts, torch.tensor([[True, False, False, True]]), paper)
     assert torch.equal(padded, paper)                    # one unanimous real step: nothing to compare with
 
 
