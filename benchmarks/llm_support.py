@@ -19,7 +19,7 @@ import numpy as np
 import torch
 from torch.optim import optimizer as torch_optimizer
 
-from rla_engine.llm import backend as llm_backend
+from rla_engine.llm import completion_rows
 from rla_engine.llm.backend import LLMBackend, adamw, ppo_settings
 from rla_engine.llm.dialogue import split_lines
 from rla_engine.llm.generation import Sampling, chat_ids, sample
@@ -117,12 +117,12 @@ class OptimizerMeter:
 
 
 class ScoringMeter:
-    """Seconds in the engine's `token_scores` as LLMBackend calls it, split into the no-grad
+    """Seconds in the engine's `token_scores` as LLMBackend's update calls it (completion_rows), split into the no-grad
     old-log-probability pass and the forward passes that build the graph."""
 
     def __init__(self, device: torch.device):
         self.old = self.forward = 0.0
-        inner = llm_backend.token_scores
+        inner = completion_rows.token_scores
 
         def scored(*args, **kwargs):
             t0 = now(device)
@@ -133,7 +133,7 @@ class ScoringMeter:
             else:
                 self.old += dt
             return out
-        llm_backend.token_scores = scored
+        completion_rows.token_scores = scored
 
     def reset(self) -> None:
         self.old = self.forward = 0.0

@@ -56,7 +56,8 @@ class CheckpointWriter:
         self._failed: CheckpointFailed | None = None
 
     def submit(self, iteration: int, state: dict) -> Path:
-        """Start writing `state` as `iteration`'s checkpoint and return its path at once."""
+        """Start writing `state` as `iteration`'s checkpoint and return its path at once (after the
+        write under way, if any: raises CheckpointFailed if that one failed)."""
         self.wait()
         copied = snapshot(state)
         self._thread = threading.Thread(target=self._write, args=(iteration, copied),

@@ -558,9 +558,9 @@ def current_settings(flat: Mapping[str, Any]) -> dict[str, Any]:
     the policy only (as `merge` reads them), so that an old run beside a new one differs only where
     they really ran differently. Cheap (no validation, no defaults): tables of many runs use it."""
     out = {current_key(k): v for k, v in flat.items()}
-    section_keys = [key.partition(".") for key in out]
-    for name in judge_ppo_inherited([k for s, _, k in section_keys if s == "policy"],
-                                    [k for s, _, k in section_keys if s == "judge"]):
+    def keys_of(section: str) -> list[str]:
+        return [key.removeprefix(f"{section}.") for key in out if key.startswith(f"{section}.")]
+    for name in judge_ppo_inherited(keys_of("policy"), keys_of("judge")):
         out[f"judge.{name}"] = out[f"policy.{name}"]
     return out
 

@@ -16,7 +16,6 @@ import time
 import traceback
 from pathlib import Path
 from collections.abc import Callable
-from typing import TypeVar
 
 from . import checkpoint
 from .checkpoint_writer import CheckpointFailed, CheckpointWriter
@@ -37,7 +36,6 @@ STOP_PEEK_S = 0.2        # how often a wait on Ray workers looks for a stop comm
 # to write the run's last words (a few WAL pages, with room to spare).
 RESERVE_BYTES = 1 << 20
 RESERVE_NAME = "space-reserve"
-_T = TypeVar("_T")
 
 
 class Heartbeat(threading.Thread):
@@ -164,7 +162,7 @@ class Runner:
                 # the last checkpoint is on disk before this iteration is stored (it is written while
                 # an iteration runs, so this rarely waits): a failed write fails the run before the
                 # next commit, and a resume never reruns more than the iterations since that one
-                self._checked_writer(self.writer.wait)
+                self._wait_for_checkpoint()
                 waited = time.perf_counter() - t
                 t = time.perf_counter()
                 self.phase = f"iteration {n} (storing it)"
@@ -199,7 +197,7 @@ class Runner:
         if self.abandoned is None:    # else the last checkpoint stands: a half-done iteration is no state
             self._checkpoint()
         else:
-            self._checked_writer(self.writer.wait)
+            self._wait_for_checkpoint()
         self._write_alerts(self.alerts.end(self.committed))
         self.store.end_run(self.run_id, self.committed, status, payload)
         self.out(f"run {self.run_id} {status} at iteration {self.committed}")
@@ -240,17 +238,18 @@ class Runner:
     def _checkpoint(self, wait: bool = True) -> Path:
         """Checkpoint the state of the last iteration. `wait`: return once it is on disk (a pause,
         a command, the end of the run); else it is written while the next iteration runs."""
-        state = {**self.trainer.state_dict(), "alerts": self.alerts.state_json()}
-        path = self._checked_writer(lambda: self.writer.submit(self.trainer.iteration, state))
+        self._wait_for_checkpoint()      # one write at a time; an earlier failure is raised here
+        path = self.writer.submit(self.trainer.iteration,
+                                  {**self.trainer.state_dict(), "alerts": self.alerts.state_json()})
         if wait:
-            self._checked_writer(self.writer.wait)
+            self._wait_for_checkpoint()
         return path
 
-    def _checked_writer(self, call: Callable[[], _T]) -> _T:
-        """A failed background write fails the run as a failed checkpoint did when the loop wrote
-        it: the message names the checkpoint's iteration and the error (a full disk's ENOSPC)."""
+    def _wait_for_checkpoint(self) -> None:
+        """Until no checkpoint write is under way. A failed one fails the run as a failed checkpoint
+        did when the loop wrote it: the message names its iteration and the error (ENOSPC)."""
         try:
-            return call()
+            self.writer.wait()
         except CheckpointFailed as failed:
             self.phase = f"checkpoint of iteration {failed.iteration}"
             raise failed.error from None

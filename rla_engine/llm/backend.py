@@ -24,7 +24,7 @@ from ..tasks.task import Task
 from . import env_model, samples
 from .completion_rows import CompletionRows
 from .dialogue import TextEpisodes, join, play
-from .generation import Sampling, token_scores, was_cut
+from .generation import Sampling, was_cut
 from .judge import TextJudgement, join_judgements, judge, oracle_judgement, unreadable_share
 from .lora import adapter_state, apply_lora, load_adapter_state
 from .sources import ModelLoadError, load_model
@@ -141,7 +141,7 @@ class LLMBackend(Backend):
         rows = CompletionRows(contexts, targets)
 
         def log_prob(idx: torch.Tensor):
-            return rows.scores(token_scores, model, idx, temperature, width)
+            return rows.scores(model, idx, temperature, width)
 
         model.train()
         stats = ppo_update(model, opt, log_prob, adv, settings, self.gen, name, split=rows.micro_batches)

@@ -16,14 +16,12 @@ are grouped into micro-batches does not change it.
 """
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 import torch
 
 from ..loop.ppo import Scores
-
-# token_scores' signature: (model, contexts, targets, temperature, width) → Scores
-Scorer = Callable[..., Scores]
+from .generation import token_scores
 
 
 class CompletionRows:
@@ -56,7 +54,7 @@ class CompletionRows:
         return [torch.tensor([i for g in groups[k:k + rows_per_micro] for i in g], dtype=idx.dtype, device=idx.device)
                 for k in range(0, len(groups), rows_per_micro)]
 
-    def scores(self, score: Scorer, model, idx: torch.Tensor, temperature: float, width: int) -> Scores:
+    def scores(self, model, idx: torch.Tensor, temperature: float, width: int) -> Scores:
         """The samples `idx` scored as token_scores would score them one by one ([n, width] with
         their mask), from one forward row per chain: each row from the shortest context of its
         samples here to the furthest end of their targets."""
@@ -71,7 +69,7 @@ class CompletionRows:
         slot = {r: k for k, r in enumerate(rows)}
         row_contexts = [self.sequences[r][:start[r]] for r in rows]
         row_targets = [self.sequences[r][start[r]:end[r]] for r in rows]
-        scored = score(model, row_contexts, row_targets, temperature, max(len(t) for t in row_targets))
+        scored = token_scores(model, row_contexts, row_targets, temperature, max(len(t) for t in row_targets))
         device = scored.logp.device
         which = torch.zeros((len(samples), width), dtype=torch.long)
         at = torch.zeros((len(samples), width), dtype=torch.long)

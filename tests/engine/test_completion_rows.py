@@ -61,7 +61,7 @@ def test_one_pass_per_completion_gives_each_steps_gradients(family, lora):
     width = max(map(len, targets))
     weights = torch.linspace(-1.0, 1.0, n)
     one_by_one, expected = loss_and_grads(model, token_scores(model, contexts, targets, 0.7, width), weights)
-    shared, got = loss_and_grads(model, rows.scores(token_scores, model, idx, 0.7, width), weights)
+    shared, got = loss_and_grads(model, rows.scores(model, idx, 0.7, width), weights)
     assert (one_by_one - shared).abs().max() <= TOLERANCE
     assert expected.keys() == got.keys() and expected
     assert max(float((expected[k] - got[k]).abs().max()) for k in expected) <= TOLERANCE
