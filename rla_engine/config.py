@@ -164,6 +164,12 @@ class JudgeConfig:
                                 "trained (not in the paper): over every such step of the groups the judge trains "
                                 "on (its band), so that its rewards on them average zero where it learns.",
                         choices=("zero", "batch", "trained"))
+    verdict_entropy: float = _f(0.0, "Verdict entropy bonus (not in the paper; 0 is its loss): weight of the mean "
+                                     "entropy of P(+1) against P(−1) at each verdict the judge samples, over every "
+                                     "verdict of the groups it trains on — unanimous steps included, which the "
+                                     "consistency reward leaves without a gradient — so that a judge that cannot "
+                                     "tell steps apart does not settle on one answer for all.",
+                                min=0.0, max=10.0)
     source: str = _f("learned", "learned: the judge gives the verdicts (the paper). oracle — a DIAGNOSTIC, not a "
                                 "learner: the family's oracle step labels replace the judge's verdicts (m copies "
                                 "of each step's label; the judge is not trained) — the ceiling a perfect judge "
@@ -552,16 +558,24 @@ def merge(cfg: Config, data: dict, where: str = "") -> Config:
     return cfg
 
 
+# Settings added after runs were stored, each with the value the runs stored before it ran with
+# (an option off, as the paper's form): current_settings fills them in for such runs.
+ADDED_SETTINGS = {"judge.verdict_entropy": 0.0}
+
+
 def current_settings(flat: Mapping[str, Any]) -> dict[str, Any]:
     """Flattened stored settings ({"policy.lam": 1, …}) under the keys this version reads them by:
-    moved keys where they live now, and the judge's PPO settings that an older configuration gave
-    the policy only (as `merge` reads them), so that an old run beside a new one differs only where
+    moved keys where they live now, the judge's PPO settings that an older configuration gave
+    the policy only (as `merge` reads them), and settings added since (ADDED_SETTINGS), so that an old run beside a new one differs only where
     they really ran differently. Cheap (no validation, no defaults): tables of many runs use it."""
     out = {current_key(k): v for k, v in flat.items()}
     def keys_of(section: str) -> list[str]:
         return [key.removeprefix(f"{section}.") for key in out if key.startswith(f"{section}.")]
     for name in judge_ppo_inherited(keys_of("policy"), keys_of("judge")):
         out[f"judge.{name}"] = out[f"policy.{name}"]
+    for key, value in ADDED_SETTINGS.items():
+        if key not in out and keys_of(key.partition(".")[0]):
+            out[key] = value
     return out
 
 

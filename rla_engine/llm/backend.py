@@ -25,7 +25,8 @@ from . import env_model, samples
 from .completion_rows import CompletionRows
 from .dialogue import TextEpisodes, join, play
 from .generation import Sampling, was_cut
-from .judge import TextJudgement, join_judgements, judge, oracle_judgement, unreadable_share
+from .judge import (TextJudgement, join_judgements, judge, oracle_judgement, unreadable_share, verdict_position,
+                    verdict_tokens)
 from .lora import adapter_state, apply_lora, load_adapter_state
 from .sources import ModelLoadError, load_model
 
@@ -86,6 +87,11 @@ class LLMBackend(Backend):
             self.judge_opt = adamw(self.judge_lm, j.lr)
         self.policy_ppo = ppo_settings(p.ppo_epochs, p.minibatch_size, p.clip_eps, p.kl_beta, lm.micro_batch_size)
         self.judge_ppo = ppo_settings(j.ppo_epochs, j.minibatch_size, j.clip_eps, j.kl_beta, lm.micro_batch_size)
+        self.judge_ppo.sample_entropy_coef = j.verdict_entropy
+        self.verdict_tokens = verdict_tokens(self.judge_tok)
+        if j.verdict_entropy > 0 and self.verdict_tokens is None:
+            raise InputError("invalid config: judge.verdict_entropy needs a judge whose tokenizer writes "
+                             "\\boxed{1} and \\boxed{-1} with one differing token; this one does not")
         batch = lm.generation_batch_size
         self.policy_how = Sampling(p.max_new_tokens, cfg.rollout.temperature, p.top_p,
                                    stop_at_newline=not family.lines_are_steps, batch_size=batch)
@@ -125,12 +131,18 @@ class LLMBackend(Backend):
         assert isinstance(judgement, TextJudgement)
         b, t, j = (x.tolist() for x in index)
         flat = [judgement.flat(bb, tt) for bb, tt in zip(b, t)]
+        outputs = [judgement.outputs[k][jj] for k, jj in zip(flat, j)]
+        verdicts = None
+        if self.judge_ppo.sample_entropy_coef > 0 and self.verdict_tokens is not None:
+            said = judgement.verdicts[index].tolist()
+            verdicts = (self.verdict_tokens[1:],
+                        [verdict_position(out, v, self.verdict_tokens) for out, v in zip(outputs, said)])
         return self._ppo(self.judge_lm, self.judge_opt, self.judge_ppo, [judgement.prompts[k] for k in flat],
-                         [judgement.outputs[k][jj] for k, jj in zip(flat, j)], advantages,
-                         self.cfg.judge.temperature, "judge")
+                         outputs, advantages, self.cfg.judge.temperature, "judge", verdicts)
 
     def _ppo(self, model, opt, settings: PPOSettings, contexts: list[list[int]], targets: list[list[int]],
-             advantages: torch.Tensor, temperature: float, name: str) -> PPOStats:
+             advantages: torch.Tensor, temperature: float, name: str,
+             verdicts: tuple[tuple[int, int], list[int]] | None = None) -> PPOStats:
         if not targets:
             return PPOStats()
         width = max(1, max(len(t) for t in targets))
@@ -138,7 +150,7 @@ class LLMBackend(Backend):
         adv = advantages.to(device)
 
         # a completion's line steps share one forward pass (completion_rows.py)
-        rows = CompletionRows(contexts, targets)
+        rows = CompletionRows(contexts, targets, verdicts)
 
         def log_prob(idx: torch.Tensor):
             return rows.scores(model, idx, temperature, width)

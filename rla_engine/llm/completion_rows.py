@@ -25,8 +25,12 @@ from .generation import token_scores
 
 
 class CompletionRows:
-    def __init__(self, contexts: Sequence[list[int]], targets: Sequence[list[int]]):
-        self.contexts, self.targets = contexts, targets
+    def __init__(self, contexts: Sequence[list[int]], targets: Sequence[list[int]],
+                 verdicts: tuple[tuple[int, int], Sequence[int]] | None = None):
+        """`verdicts`: for a judge with judge.verdict_entropy, the two verdict tokens (+1's, −1's)
+        and, per sample, where in its target the verdict token is (−1: none): each sample's bonus
+        is then the entropy between the two there."""
+        self.contexts, self.targets, self.verdicts = contexts, targets, verdicts
         full = [c + t for c, t in zip(contexts, targets)]
         # sorted, a prefix comes before what extends it: each run of consecutive prefixes is a chain
         # whose last (longest) sequence is the row every sample of the chain is read from
@@ -69,7 +73,8 @@ class CompletionRows:
         slot = {r: k for k, r in enumerate(rows)}
         row_contexts = [self.sequences[r][:start[r]] for r in rows]
         row_targets = [self.sequences[r][start[r]:end[r]] for r in rows]
-        scored = token_scores(model, row_contexts, row_targets, temperature, max(len(t) for t in row_targets))
+        two = self.verdicts[0] if self.verdicts else None
+        scored = token_scores(model, row_contexts, row_targets, temperature, max(len(t) for t in row_targets), two)
         device = scored.logp.device
         which = torch.zeros((len(samples), width), dtype=torch.long)
         at = torch.zeros((len(samples), width), dtype=torch.long)
@@ -84,4 +89,15 @@ class CompletionRows:
         logp = scored.logp[which, at].masked_fill(~mask, 0.0)
         row_entropy = scored.entropy
         entropy = None if row_entropy is None else (lambda: row_entropy()[which, at].masked_fill(~mask, 0.0))
-        return Scores(logp, mask, entropy)
+        return Scores(logp, mask, entropy, self._bonus(scored, samples, which, at))
+
+    def _bonus(self, scored: Scores, samples: list[int], which: torch.Tensor, at: torch.Tensor) -> torch.Tensor | None:
+        """[n]: the entropy between the two verdict tokens where each sample's verdict is (0 where
+        it has none)."""
+        if self.verdicts is None or scored.bonus is None:
+            return None
+        where = torch.tensor([self.verdicts[1][i] for i in samples], device=which.device)
+        has = where >= 0
+        k = where.clamp(min=0).unsqueeze(1)
+        picked = scored.bonus[which.gather(1, k), at.gather(1, k)].squeeze(1)
+        return picked * has

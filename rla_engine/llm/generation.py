@@ -21,7 +21,7 @@ from typing import Any
 import torch
 from torch.nn import functional
 
-from ..loop.ppo import Scores, distribution_entropy
+from ..loop.ppo import Scores, binary_entropy, distribution_entropy
 
 
 @dataclass
@@ -170,11 +170,13 @@ def token_logprobs(model, contexts: list[list[int]], targets: list[list[int]], t
 
 
 def token_scores(model, contexts: list[list[int]], targets: list[list[int]], temperature: float,
-                 width: int) -> Scores:
+                 width: int, two: tuple[int, int] | None = None) -> Scores:
     """log p(target tokens | context) under logits / temperature, [n, width] with its mask, and
     the entropies of those tokens' distributions on demand; one right-padded forward pass over
     context + target (gradients flow when enabled), whose logits are computed from the shortest
-    context's last token on (`logits_to_keep`), not for whole prompts."""
+    context's last token on (`logits_to_keep`), not for whole prompts. With `two` token ids, the
+    bonus is the entropy between just those two at every target position, [n, width] with its
+    gradient (a verdict's +1 against −1)."""
     device = _model_device(model)
     seq_len = max(len(c) + len(t) for c, t in zip(contexts, targets))
     n = len(contexts)
@@ -202,5 +204,6 @@ def token_scores(model, contexts: list[list[int]], targets: list[list[int]], tem
     logp = functional.log_softmax(picked.float() / temperature, dim=-1)
     tok = ids.gather(1, (pos + offset + 1).clamp(max=seq_len - 1))
     out = logp.gather(-1, tok.unsqueeze(-1)).squeeze(-1)
+    between = None if two is None else binary_entropy(logp[..., two[0]] - logp[..., two[1]]).masked_fill(~mask, 0.0)
     return Scores(torch.where(mask, out, torch.zeros_like(out)), mask,
-                  lambda: distribution_entropy(logp).masked_fill(~mask, 0.0))
+                  lambda: distribution_entropy(logp).masked_fill(~mask, 0.0), between)

@@ -13,7 +13,7 @@ from ..models.networks import JudgeNet, PolicyNet, judge_input
 from ..tasks.base import Family, Task
 from ..vocabulary import EventKind
 from .backend import Backend, Episodes, Judgement, Proposal, VariantRequest, procedural_proposals
-from .ppo import PPOSettings, PPOStats, Scores, distribution_entropy, ppo_update
+from .ppo import PPOSettings, PPOStats, Scores, binary_entropy, distribution_entropy, ppo_update
 from .rollout import Rollout, collect
 
 
@@ -23,14 +23,16 @@ def action_scores(policy: PolicyNet, obs: torch.Tensor, actions: torch.Tensor, t
     return Scores(logp, entropy=lambda: distribution_entropy(dist))
 
 
-def verdict_scores(judge: JudgeNet, x: torch.Tensor, verdicts: torch.Tensor, temperature: float) -> Scores:
-    """JudgeNet.log_prob with the entropy of its Bernoulli over {+1, −1}."""
+def verdict_scores(judge: JudgeNet, x: torch.Tensor, verdicts: torch.Tensor, temperature: float,
+                   bonus: bool = False) -> Scores:
+    """JudgeNet.log_prob with the entropy of its Bernoulli over {+1, −1}; with `bonus`, that
+    entropy with its gradient too (judge.verdict_entropy)."""
     logp, logit = judge.scores(x, verdicts, temperature)
 
     def entropy() -> torch.Tensor:
         a = logit.detach() / temperature
         return distribution_entropy(torch.stack([functional.logsigmoid(a), functional.logsigmoid(-a)], -1))
-    return Scores(logp, entropy=entropy)
+    return Scores(logp, entropy=entropy, bonus=binary_entropy(logit / temperature) if bonus else None)
 
 
 class EmbeddedJudgement(Judgement):
@@ -50,7 +52,8 @@ class EmbeddedBackend(Backend):
             self.judge_opt = torch.optim.AdamW(self.judge_net.parameters(), lr=cfg.judge.lr)
         p, j = cfg.policy, cfg.judge
         self.policy_ppo = PPOSettings(p.ppo_epochs, p.minibatch_size, p.clip_eps, p.kl_beta, p.entropy_coef)
-        self.judge_ppo = PPOSettings(j.ppo_epochs, j.minibatch_size, j.clip_eps, j.kl_beta)
+        self.judge_ppo = PPOSettings(j.ppo_epochs, j.minibatch_size, j.clip_eps, j.kl_beta,
+                                     sample_entropy_coef=j.verdict_entropy)
 
     # -- roll-outs -------------------------------------------------------------------------
     def collect(self, tasks: list[Task], rollouts: int, *, greedy: bool = False) -> Rollout:
@@ -115,7 +118,9 @@ class EmbeddedBackend(Backend):
         b, t, j = index
         jx, jv = judgement.x[b, t], judgement.verdicts[b, t, j]
         temp = self.cfg.judge.temperature
-        return ppo_update(self.judge_net, self.judge_opt, lambda i: verdict_scores(self.judge_net, jx[i], jv[i], temp),
+        bonus = self.judge_ppo.sample_entropy_coef > 0
+        return ppo_update(self.judge_net, self.judge_opt,
+                          lambda i: verdict_scores(self.judge_net, jx[i], jv[i], temp, bonus),
                           advantages, self.judge_ppo, self.gen, "judge")
 
     # -- the environment model ---------------------------------------------------------------

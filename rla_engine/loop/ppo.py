@@ -7,6 +7,7 @@ from collections.abc import Callable, Sequence
 
 import torch
 from torch import nn
+from torch.nn import functional
 
 from .no_dynamo import optimiser_step
 
@@ -26,6 +27,7 @@ class PPOSettings:
     clip_eps: float
     kl_beta: float
     entropy_coef: float = 0.0     # policy.entropy_coef; the judge's loss has none
+    sample_entropy_coef: float = 0.0   # judge.verdict_entropy: weight of the samples' own Scores.bonus
     max_grad_norm: float = 1.0
     micro_batch_size: int = 0     # > 0: gradients accumulated over micro-batches of this many samples
     # log π_old of the first minibatch from its own forward instead of a separate no-grad pass: one
@@ -55,6 +57,7 @@ class Scores:
     logp: torch.Tensor
     mask: torch.Tensor | None = None
     entropy: Callable[[], torch.Tensor] | None = None
+    bonus: torch.Tensor | None = None     # [n] with gradient: an entropy each sample adds to the loss (verdicts)
 
 
 # `log_prob(idx)` gives Scores, or just the log-probabilities: [n] (an action, a verdict), or a
@@ -73,6 +76,12 @@ def distribution_entropy(logp: torch.Tensor) -> torch.Tensor:
     (log p = −inf) adds 0, not nan. One temporary the size of `logp` (a vocabulary per token)."""
     with torch.no_grad():
         return -logp.exp().mul_(logp).nan_to_num_(nan=0.0).sum(-1)
+
+
+def binary_entropy(logit: torch.Tensor) -> torch.Tensor:
+    """The entropy of a Bernoulli given its logit, with gradient (judge.verdict_entropy)."""
+    p = torch.sigmoid(logit)
+    return -(p * functional.logsigmoid(logit) + (1 - p) * functional.logsigmoid(-logit))
 
 
 @dataclass
@@ -120,7 +129,9 @@ def ppo_update(net: nn.Module, optimizer: torch.optim.Optimizer, log_prob: Calla
     (PPOStats) read only what the update computes anyway. `entropy()` (with
     settings.entropy_coef > 0) gives per-state entropies over every visited state; each
     minibatch step subtracts entropy_coef × their mean, and with no samples each epoch still
-    makes one entropy-only step. `split(idx, size)` cuts a minibatch into micro-batches (default:
+    makes one entropy-only step. A sample's own `Scores.bonus` (with settings.sample_entropy_coef
+    > 0: the entropy of a judge's verdict) is subtracted likewise, averaged over the minibatch's
+    samples. `split(idx, size)` cuts a minibatch into micro-batches (default:
     `size` samples each); the loss is a mean over the minibatch's samples whatever the cut."""
     n = advantages.shape[0]
     cut = split or _by_count
@@ -150,10 +161,8 @@ def ppo_update(net: nn.Module, optimizer: torch.optim.Optimizer, log_prob: Calla
                 if reuse and batches == 0:    # no step taken yet: log π_old is this very pass
                     old = _keep(old, micro, new, n, health)
                 assert old is not None        # every row is set by the end of the first minibatch
-                surrogate, kl, clipped = _terms(new, old[micro], advantages[micro], settings.clip_eps)
+                loss, kl = _micro_loss(new, old[micro], advantages[micro], settings, len(idx), health)
                 del new      # its entropy function holds the pass's whole distribution (a vocabulary per token)
-                health.see_ratios(*clipped)
-                loss = (-surrogate + settings.kl_beta * kl) * (len(micro) / len(idx))
                 if bonus is not None and k == len(micros) - 1:
                     loss = loss - settings.entropy_coef * bonus().mean()
                 _backward(loss, name)
@@ -167,6 +176,19 @@ def ppo_update(net: nn.Module, optimizer: torch.optim.Optimizer, log_prob: Calla
         if not math.isfinite(v):
             raise NonFiniteError(label, v)
     return stats
+
+
+def _micro_loss(new: Scores, old: torch.Tensor, advantages: torch.Tensor, settings: PPOSettings,
+                minibatch: int, health: _Health) -> tuple[torch.Tensor, torch.Tensor]:
+    """A micro-batch's share of its minibatch's loss (the minibatch's mean over samples: the
+    clipped surrogate, the KL penalty, and the samples' own entropy bonus if any), and its KL."""
+    surrogate, kl, clipped = _terms(new, old, advantages, settings.clip_eps)
+    health.see_ratios(*clipped)
+    share = len(advantages) / minibatch
+    loss = (-surrogate + settings.kl_beta * kl) * share
+    if new.bonus is not None and settings.sample_entropy_coef > 0:
+        loss = loss - settings.sample_entropy_coef * new.bonus.sum() / minibatch
+    return loss, kl
 
 
 def _by_count(idx: torch.Tensor, size: int) -> Sequence[torch.Tensor]:

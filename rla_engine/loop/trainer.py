@@ -258,12 +258,14 @@ class Trainer:
 
     def _update_judge(self, batch: IterationBatch, rewards: Rewards) -> PPOStats | None:
         """PPO on every verdict of the trained groups in the judge's band whose consistency reward
-        is not 0; None when the judge does not learn (judge.train off, or the oracle in its place)."""
+        is not 0 (with judge.verdict_entropy, on every verdict there: the bonus applies to all);
+        None when the judge does not learn (judge.train off, or the oracle in its place)."""
         cfg, episodes = self.cfg, batch.episodes
         if not cfg.judge.train or cfg.judge.source != "learned":
             return None
         groups = self._judge_groups(batch)
-        chosen = (episodes.mask & batch.per_episode(groups).unsqueeze(1)).unsqueeze(-1) & (rewards.judge != 0)
+        chosen = (episodes.mask & batch.per_episode(groups).unsqueeze(1)).unsqueeze(-1)
+        chosen = chosen & (rewards.judge != 0) if cfg.judge.verdict_entropy == 0 else chosen.expand_as(rewards.judge)
         episode, step, verdict = chosen.nonzero(as_tuple=True)
         advantages = rewards.judge[episode, step, verdict]
         if cfg.judge.weighting == "balanced":
