@@ -180,9 +180,12 @@ def test_comparison_has_the_dashboards_view_controls_and_remembers_them(window, 
     steps_raw = steps_smoothed = 0.0
     for curve, data in pairs:                    # smoothed, with the raw values faint behind
         raw, smoothed = data.xy(key)[1], curve.line.getData()[1]
-        assert curve.raw.isVisible() and list(curve.raw.getData()[1]) == list(raw)
+        # (another test of this module leaves a short live run here, which on a busy machine may hold
+        # a single point: nothing to smooth, no raw curve behind; a constant series smooths to itself)
+        assert curve.raw.isVisible() == (len(raw) > 1)
+        if len(raw) > 1:
+            assert list(curve.raw.getData()[1]) == list(raw)
         assert len(smoothed) == len(raw)
-        # (another test of this module leaves a short live run here: a constant series smooths to itself)
         assert list(smoothed) != list(raw) or np.ptp(raw) == 0
         steps_raw += np.abs(np.diff(raw)).sum()
         steps_smoothed += np.abs(np.diff(smoothed)).sum()
