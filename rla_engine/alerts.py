@@ -91,7 +91,8 @@ ALERTS: dict[str, AlertRule] = {r.name: r for r in (
               "The judge's m verdicts agree on at least 95 % of steps: on a unanimous step the consistency "
               "reward is zero, so the judge has all but stopped learning (it has collapsed).",
               "Start again with more randomness in the judge (a higher judge.temperature or judge.m, a lower "
-              "judge.lr); policy.lam = 0 or the μ gate keeps a collapsed judge out of the policy's reward.",
+              "judge.lr, or, not in the paper, judge.unanimous = batch or judge.verdict_entropy > 0: "
+              "docs/RESULTS.md); policy.lam = 0 or the μ gate keeps a collapsed judge out of the policy's reward.",
               reads=(metrics.UNANIMITY,)),
     AlertRule(NONE_IN_BAND, metrics.IN_BAND, "==", 0.0, "no task in band",
               "No sampled task has a success rate inside the band (env.low ≤ acc ≤ env.high): the judge gets no "

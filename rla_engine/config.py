@@ -566,8 +566,9 @@ ADDED_SETTINGS = {"judge.verdict_entropy": 0.0}
 def current_settings(flat: Mapping[str, Any]) -> dict[str, Any]:
     """Flattened stored settings ({"policy.lam": 1, …}) under the keys this version reads them by:
     moved keys where they live now, the judge's PPO settings that an older configuration gave
-    the policy only (as `merge` reads them), and settings added since (ADDED_SETTINGS), so that an old run beside a new one differs only where
-    they really ran differently. Cheap (no validation, no defaults): tables of many runs use it."""
+    the policy only (as `merge` reads them), and settings added since (ADDED_SETTINGS), so that an
+    old run beside a new one differs only where they really ran differently. Cheap (no validation,
+    and no defaults beyond ADDED_SETTINGS): tables of many runs use it."""
     out = {current_key(k): v for k, v in flat.items()}
     def keys_of(section: str) -> list[str]:
         return [key.removeprefix(f"{section}.") for key in out if key.startswith(f"{section}.")]
