@@ -168,7 +168,9 @@ class JudgeConfig:
                                      "entropy of P(+1) against P(−1) at each verdict the judge samples, over every "
                                      "verdict of the groups it trains on — unanimous steps included, which the "
                                      "consistency reward leaves without a gradient — so that a judge that cannot "
-                                     "tell steps apart does not settle on one answer for all.",
+                                     "tell steps apart does not settle on one answer for all. With it on, the "
+                                     "judge's update takes every such verdict (those with a zero reward too) and "
+                                     "loss/judge includes the bonus.",
                                 min=0.0, max=10.0)
     source: str = _f("learned", "learned: the judge gives the verdicts (the paper). oracle — a DIAGNOSTIC, not a "
                                 "learner: the family's oracle step labels replace the judge's verdicts (m copies "

@@ -57,11 +57,11 @@ def adamw(model, lr: float) -> torch.optim.AdamW:
 
 
 def ppo_settings(epochs: int, minibatch_size: int, clip_eps: float, kl_beta: float,
-                 micro_batch_size: int) -> PPOSettings:
+                 micro_batch_size: int, sample_entropy_coef: float = 0.0) -> PPOSettings:
     """The PPO of a trained role: micro-batched, and log π_old from the first minibatch's own
     forward (a forward pass of a language model is what an update costs)."""
     return PPOSettings(epochs, minibatch_size, clip_eps, kl_beta, micro_batch_size=micro_batch_size,
-                       reuse_first_pass=True)
+                       reuse_first_pass=True, sample_entropy_coef=sample_entropy_coef)
 
 
 class LLMBackend(Backend):
@@ -86,12 +86,12 @@ class LLMBackend(Backend):
             self.policy_opt = adamw(self.policy, p.lr)
             self.judge_opt = adamw(self.judge_lm, j.lr)
         self.policy_ppo = ppo_settings(p.ppo_epochs, p.minibatch_size, p.clip_eps, p.kl_beta, lm.micro_batch_size)
-        self.judge_ppo = ppo_settings(j.ppo_epochs, j.minibatch_size, j.clip_eps, j.kl_beta, lm.micro_batch_size)
-        self.judge_ppo.sample_entropy_coef = j.verdict_entropy
-        self.verdict_tokens = verdict_tokens(self.judge_tok)
+        self.judge_ppo = ppo_settings(j.ppo_epochs, j.minibatch_size, j.clip_eps, j.kl_beta, lm.micro_batch_size,
+                                      j.verdict_entropy)
+        self.verdict_tokens = verdict_tokens(self.judge_tok) if j.verdict_entropy > 0 else None
         if j.verdict_entropy > 0 and self.verdict_tokens is None:
             raise InputError("invalid config: judge.verdict_entropy needs a judge whose tokenizer writes "
-                             "\\boxed{1} and \\boxed{-1} with one differing token; this one does not")
+                             "\\boxed{1} and \\boxed{-1} alike up to the verdict's own token; this one does not")
         batch = lm.generation_batch_size
         self.policy_how = Sampling(p.max_new_tokens, cfg.rollout.temperature, p.top_p,
                                    stop_at_newline=not family.lines_are_steps, batch_size=batch)
@@ -133,7 +133,7 @@ class LLMBackend(Backend):
         flat = [judgement.flat(bb, tt) for bb, tt in zip(b, t)]
         outputs = [judgement.outputs[k][jj] for k, jj in zip(flat, j)]
         verdicts = None
-        if self.judge_ppo.sample_entropy_coef > 0 and self.verdict_tokens is not None:
+        if self.verdict_tokens is not None:       # judge.verdict_entropy is on
             said = judgement.verdicts[index].tolist()
             verdicts = (self.verdict_tokens[1:],
                         [verdict_position(out, v, self.verdict_tokens) for out, v in zip(outputs, said)])

@@ -100,4 +100,4 @@ class CompletionRows:
         has = where >= 0
         k = where.clamp(min=0).unsqueeze(1)
         picked = scored.bonus[which.gather(1, k), at.gather(1, k)].squeeze(1)
-        return picked * has
+        return torch.where(has, picked, torch.zeros_like(picked))

@@ -89,21 +89,26 @@ def judge(model, tokenizer, ep: TextEpisodes, m: int, how: Sampling, gen: torch.
     return TextJudgement(verdicts, cells, prompts, outputs, texts)
 
 
-def verdict_tokens(tokenizer) -> tuple[int, int, int] | None:
-    """(the token before a verdict, +1's token, −1's token): where the tokenizer's `\\boxed{1}`
-    and `\\boxed{-1}` first differ (SmolLM2: `{`, `1`, `-`); None if they differ at once."""
+def verdict_tokens(tokenizer) -> tuple[list[int], int, int] | None:
+    """(the tokens that open a box, +1's token, −1's token): where the tokenizer's `\\boxed{1}` and
+    `\\boxed{-1}` first differ (SmolLM2: `box`, `ed`, `{`, then `1` or `-`), the box's first token
+    left out (text before it can change how it is cut); None where they differ at their first
+    token or one is the other's prefix."""
     good = tokenizer("\\boxed{1}", add_special_tokens=False)["input_ids"]
     bad = tokenizer("\\boxed{-1}", add_special_tokens=False)["input_ids"]
     k = next((i for i, (g, b) in enumerate(zip(good, bad)) if g != b), 0)
-    return (good[k - 1], good[k], bad[k]) if k else None
+    return (good[1:k] or good[:k], good[k], bad[k]) if k else None
 
 
-def verdict_position(output: list[int], verdict: int, tokens: tuple[int, int, int]) -> int:
-    """Where in a sample's tokens its verdict was decided: the last +1 (or −1) token right after
-    the token before a verdict; −1 for an unreadable sample or one written otherwise (`{ -1}`)."""
-    before, good, bad = tokens
+def verdict_position(output: list[int], verdict: int, tokens: tuple[list[int], int, int]) -> int:
+    """Where in a sample's tokens its verdict was decided: right after the last box opened (the
+    box parse_verdict reads), if the token there is the verdict's; −1 for an unreadable sample or
+    one written otherwise (`{ -1}`, `{+1}`)."""
+    opens, good, bad = tokens
     want = good if verdict > 0 else bad if verdict < 0 else None
-    return next((k for k in range(len(output) - 1, 0, -1) if output[k] == want and output[k - 1] == before), -1)
+    n = len(opens)
+    last = next((k for k in range(len(output) - 1, n - 1, -1) if output[k - n:k] == opens), None)
+    return last if last is not None and output[last] == want else -1
 
 
 def oracle_judgement(ep: TextEpisodes, verdicts: torch.Tensor) -> TextJudgement:
