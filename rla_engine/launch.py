@@ -81,7 +81,7 @@ def _clear_own_leftovers(folder: Path, owner, run_id: str) -> None:
     from .runner import RESERVE_NAME
     foreign, ours = [], []
     for p in sorted(folder.iterdir()):
-        if p.name in (OWNER, LOCK, RESERVE_NAME) and not p.is_symlink():
+        if p.name in (OWNER, OWNER + ".tmp", LOCK, RESERVE_NAME) and not p.is_symlink():
             continue
         if checkpoint.is_tmp_name(p.name) and not p.is_symlink():
             ours.append(p)

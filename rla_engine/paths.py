@@ -109,21 +109,31 @@ def claim(folder: Path, database_id: str, db_path: Path) -> None:
     """Record which database a run's checkpoints belong to, by the id stored inside the database
     (a moved or copied database is still the same one; a run imported into another database in
     the same folder has the same run id, and must neither resume from nor delete these). A
-    marker written by an older version (the database's path) is brought up to the id."""
+    marker written by an older version (the database's path) is brought up to the id, and so is
+    an empty one (an older version killed between creating it and writing it). Written whole or
+    not at all (a temporary file renamed over it): a SIGKILL here must not leave a run that
+    `rla resume` calls another database's."""
     make_private_dir(folder)
     owner = folder / OWNER
-    if not owner.exists() or _marker(owner) == str(Path(db_path).resolve()):
-        with open_private(owner, "w") as f:
+    if not owner.exists() or _marker(owner) in ("", str(Path(db_path).resolve())):
+        tmp = folder / (OWNER + ".tmp")
+        tmp.unlink(missing_ok=True)
+        with open_private(tmp, "w") as f:
             f.write(database_id)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, owner)
+        fsync_path(folder)
 
 
 def owned_by(folder: Path, database_id: str, db_path: Path) -> bool:
     """True if the folder is this database's: its marker names the database's id (or, written by
-    an older version, its path), or it has none (it predates ownership records)."""
+    an older version, its path), or it has none (it predates ownership records) or an empty one
+    (an older version killed while writing it)."""
     owner = folder / OWNER
     if not owner.exists() and not owner.is_symlink():
         return True
-    return _marker(owner) in (database_id, str(Path(db_path).resolve()))
+    return _marker(owner) in ("", database_id, str(Path(db_path).resolve()))
 
 
 def _marker(owner: Path) -> str | None:

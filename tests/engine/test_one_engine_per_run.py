@@ -264,6 +264,21 @@ def test_an_imported_copy_in_the_same_folder_still_cannot_resume_the_original(tm
     assert "belongs to another database" in line
 
 
+def test_a_run_killed_while_its_folder_was_claimed_still_resumes(tmp_path):
+    """A SIGKILL between creating the folder's owner marker and writing it (possible before the
+    marker was written whole, by a rename) leaves it empty: that is no other database's."""
+    from rla_engine.paths import OWNER
+    db = tmp_path / "h.db"
+    assert train(db, "r", 2) == 0
+    folder = checkpoints_dir(db, "r")
+    (folder / OWNER).write_text("")
+    (folder / (OWNER + ".tmp")).write_text("half")       # killed before the rename
+    assert resume(db, "r", 1) == 0
+    assert open_store(db).get_run("r")["iteration"] == 3
+    assert (folder / OWNER).read_text() == open_store(db).database_id
+    assert not (folder / (OWNER + ".tmp")).exists()
+
+
 # -- 5. a closed pipe is not a failure ---------------------------------------------------------
 def test_a_reader_that_goes_away_does_not_fail_the_run(tmp_path, monkeypatch):
     db = tmp_path / "h.db"
