@@ -66,11 +66,18 @@ class Killer:
         self.db, self.rng, self.n = db, rng, iterations
         self.shm = Path(str(db) + "-shm")
         self.iter_s, self.startup_s = 0.08, 4.0
+        self.startups: list[float] = []
 
     def learn(self, eng: Engine) -> None:
+        """Time an iteration and a start-up from what `eng` printed, so that a random kill lands
+        within an engine's life: with the fixed 4 s guess, an idle machine's 1-2 s start-ups let
+        most random kills come after the run had ended."""
         its = [t for t, s, line in eng.lines if s == "out" and line.startswith("it ")]
         if len(its) >= 3:
             self.iter_s = statistics.median(b - a for a, b in itertools.pairwise(its))
+        if its:
+            self.startups.append(its[0] - eng.started)
+            self.startup_s = statistics.median(self.startups[-8:])
 
     def _phase_now(self, eng: Engine, folder: Path, mode: str, old_tmp: set) -> bool:
         if mode == "commit":
@@ -198,9 +205,7 @@ def crash_campaign(root: Path, kills: int = 60, iterations: int = 30, seeds=(1, 
                           f"{name}: `rla run` ended before creating its run: {last_line(eng.output())}")
         if not started or run_id is None:       # the same test twice: the second one narrows the type
             eng.wait(60)
-            with lock:
-                if n < 3 * len(plan):     # its kills go to a fresh run (a bounded number of times)
-                    queue.append((next(numbers), modes))
+            requeue(n, modes)
             return
         t_from = time.monotonic()
         modes = list(modes)
@@ -248,7 +253,12 @@ def crash_campaign(root: Path, kills: int = 60, iterations: int = 30, seeds=(1, 
         left = tmp_files(ckpt_dir(db, run_id))
         v.check("crash: no temporary checkpoint left after the run (finding 5)", not left or not resumable,
                 f"{name}: {left}")
-        if modes and n < 3 * len(plan):   # kills this run did not take (it ended first) go to a fresh run
+        if modes:    # kills this run did not take (it ended first) go to a fresh run, a bounded number of times
+            requeue(n, modes)
+
+    def requeue(n: int, modes: list[str]) -> None:
+        if v.check("crash: every planned kill landed", n < 3 * len(plan),
+                   f"trial {n}: kills {modes} never landed, every run ended first"):
             with lock:
                 queue.append((next(numbers), modes))
 
