@@ -37,7 +37,7 @@ from typing import NamedTuple
 
 import torch
 
-from .paths import fsync_path
+from .paths import write_whole
 
 _NAME = re.compile(r"^it-(\d{9})\.pt$")
 _TMP = re.compile(r"^\.it-\d{9}\.pt\.tmp$")
@@ -85,21 +85,7 @@ def save(folder: Path, iteration: int, state: dict, keep: int, owner: Owner | No
     digest = hashlib.sha256(who)
     digest.update(payload)
     header = _HEADER.pack(MAGIC, VERSION, len(who), len(payload), digest.digest())
-    # O_EXCL: never write through a link or into someone else's file left under our name
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o600)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            os.fchmod(f.fileno(), 0o600)   # the mode given to os.open is still filtered by umask
-            f.write(header)
-            f.write(who)
-            f.write(payload)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, final)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-    fsync_path(folder)
+    write_whole(final, tmp, header, who, payload)
     _prune(folder, final, keep, owner)
     return final
 

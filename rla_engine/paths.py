@@ -117,13 +117,8 @@ def claim(folder: Path, database_id: str, db_path: Path) -> None:
     owner = folder / OWNER
     if not owner.exists() or _marker(owner) in ("", str(Path(db_path).resolve())):
         tmp = folder / (OWNER + ".tmp")
-        tmp.unlink(missing_ok=True)
-        with open_private(tmp, "w") as f:
-            f.write(database_id)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, owner)
-        fsync_path(folder)
+        tmp.unlink(missing_ok=True)      # a kill's leftover: the marker it was writing is rewritten
+        write_whole(owner, tmp, database_id.encode())
 
 
 def owned_by(folder: Path, database_id: str, db_path: Path) -> bool:
@@ -182,6 +177,26 @@ def hold_lock(path: Path, who: str) -> int:
 
 def unlock_run(fd: int) -> None:
     os.close(fd)     # closing drops the lock; the file stays, as a lock file must
+
+
+def write_whole(final: Path, tmp: Path, *chunks: bytes | memoryview) -> None:
+    """Write `chunks` as `final`, whole or not at all: into `tmp` (created anew, this user's only,
+    never through a link or into another's file), fsync'd, renamed over `final`, the folder
+    fsync'd. On any error `tmp` is removed and `final` is as it was."""
+    # O_EXCL: never write through a link or into someone else's file left under our name
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), PRIVATE_FILE)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            os.fchmod(f.fileno(), PRIVATE_FILE)   # the mode given to os.open is still filtered by umask
+            for chunk in chunks:
+                f.write(chunk)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, final)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    fsync_path(final.parent)
 
 
 def fsync_path(path: str | Path) -> None:
