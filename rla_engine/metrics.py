@@ -43,6 +43,9 @@ LOSS_KL = "loss/kl"
 ENV_STEPS = "perf/env_steps"
 ITERATION_S = "perf/iteration_s"
 ENV_STEPS_PER_S = "perf/env_steps_per_s"
+# seconds of each phase of the trainer's iteration (rollout, judge, rewards, updates, adaptation,
+# eval, measures): where an iteration's time goes, for any stored run
+PHASE_PREFIX = "perf/seconds@"
 
 # Training health, per trained role (a frozen judge has none): an update's measures only on
 # iterations where that role trained, its trained share whenever it produced samples.
@@ -87,6 +90,11 @@ MACHINE_PREFIXES = (TIMING_PREFIX, SYSTEM_PREFIX)
 
 def is_machine_key(key: str) -> bool:
     return key.startswith(MACHINE_PREFIXES)
+
+
+def phase_key(phase: str) -> str:
+    """`perf/seconds@judge`: the seconds an iteration spent in one phase."""
+    return f"{PHASE_PREFIX}{phase}"
 
 
 def eval_tier_key(d: float) -> str:

@@ -37,7 +37,8 @@ class IterationResult:
     task_rows: list[dict]
     env_steps: int                   # the run's total after this iteration
     wall_s: float
-    timings: dict[str, float] = field(default_factory=dict)    # seconds per phase (runner/phase_*)
+    # seconds per phase; the trainer's are stored too, as perf/seconds@<phase>
+    timings: dict[str, float] = field(default_factory=dict)
 
 
 def budget_reached(budget: int, env_steps: int) -> bool:

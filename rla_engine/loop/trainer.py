@@ -38,7 +38,7 @@ MAX_CRITIC_NOTES = 4      # steps told in words to a language-model environment 
 
 
 class PhaseTimer:
-    """Seconds spent in each phase of an iteration (stored as runner/phase_* timings)."""
+    """Seconds spent in each phase of an iteration (stored as perf/seconds@<phase>)."""
 
     def __init__(self) -> None:
         self.start = self.last = time.perf_counter()
@@ -147,6 +147,7 @@ class Trainer:
         values[metrics.ITERATION_S] = wall
         values[metrics.ENV_STEPS_PER_S] = batch.episodes.env_steps / wall
         timer.mark("measures")
+        values.update({metrics.phase_key(phase): s for phase, s in timer.seconds.items()})
         return IterationResult(batch.iteration, values, events, self.pool.take_dirty_rows(), self.env_steps, wall,
                                timer.seconds)
 

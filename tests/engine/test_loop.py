@@ -35,6 +35,22 @@ def test_every_metric_key_is_produced_and_finite(family):
     assert tr.env_steps == r.metrics[metrics.ENV_STEPS] > 0
 
 
+def test_each_iteration_stores_where_its_time_went():
+    """The trainer's phases are stored as perf/seconds@<phase>: together they make up the
+    iteration's time, so a slow iteration of any stored run can be taken apart."""
+    tr = Trainer(tiny("eval.every=2"), torch.device("cpu"))
+    phases = ["rollout", "judge", "rewards", "updates", "adaptation", "eval", "measures"]
+    for i in range(2):
+        m = tr.step().metrics
+        seconds = {k.removeprefix(metrics.PHASE_PREFIX): v for k, v in m.items() if k.startswith(metrics.PHASE_PREFIX)}
+        assert list(seconds) == phases and all(s >= 0 for s in seconds.values())
+        total = sum(seconds.values())
+        assert m[metrics.ITERATION_S] <= total <= m[metrics.ITERATION_S] + 0.05, (total, m[metrics.ITERATION_S])
+        evaluated = metrics.EVAL_SUCCESS in m
+        assert evaluated == (i == 1)
+    assert seconds["eval"] > 0 and seconds["rollout"] > 0
+
+
 def test_judge_sees_only_the_policys_view_and_the_action(monkeypatch):
     tr = Trainer(tiny(), torch.device("cpu"))
     seen = {}
