@@ -1,9 +1,9 @@
 """Batched sampling and scoring with a causal LM: what every language-model role shares.
 
 Sampling goes through `model.generate` (KV cache, temperature, top-p, stop strings) in batches of
-left-padded prompts; the copies of one prompt share its encoded prefix. Its randomness is torch's
-global generator, so each call is seeded from the run's own generator first: a run is reproducible
-and a resumed one continues the same stream.
+left-padded prompts; prompts that begin alike encode that beginning once (prompt_cache.py). Its
+randomness is torch's global generator, so each call is seeded from the run's own generator first:
+a run is reproducible and a resumed one continues the same stream.
 
 Scoring (`token_scores`) gives log-probabilities of given tokens after given contexts under
 logits / temperature, without top-p truncation (SPEC §3): the policy's and the judge's PPO ratio
@@ -13,15 +13,13 @@ same forward.
 from __future__ import annotations
 
 import contextlib
-import functools
-import inspect
 from dataclasses import dataclass
-from typing import Any
 
 import torch
 from torch.nn import functional
 
 from ..loop.ppo import Scores, binary_entropy, distribution_entropy
+from .prompt_cache import encode, forward_takes, left_padded, shared_runs
 
 
 @dataclass
@@ -48,22 +46,10 @@ def _model_device(model) -> torch.device:
     return next(model.parameters()).device
 
 
-def _forward_takes(model, argument: str) -> bool:
-    """Whether the model's forward (the wrapped model's, under peft, which passes arguments on)
-    takes `argument`; read once per model class, not on every call."""
-    base = model.get_base_model() if hasattr(model, "get_base_model") else model
-    return argument in _forward_parameters(base.__class__)
-
-
-@functools.cache
-def _forward_parameters(cls: Any) -> frozenset[str]:
-    return frozenset(inspect.signature(cls.forward).parameters)
-
-
 def _keeps_logits(model) -> bool:
     """Whether the model's forward takes `logits_to_keep` (the last k positions' logits only), as
     transformers' causal LMs do since 4.49."""
-    return _forward_takes(model, "logits_to_keep")
+    return forward_takes(model, "logits_to_keep")
 
 
 def compute_in(model) -> contextlib.AbstractContextManager:
@@ -94,12 +80,7 @@ def sample(model, tokenizer, prompts: list[list[int]], how: Sampling, gen: torch
     model.eval()
     for start in range(0, len(prompts), per_call):
         chunk = prompts[start:start + per_call]
-        width = max(len(p) for p in chunk)
-        ids = torch.full((len(chunk), width), pad, dtype=torch.long)
-        att = torch.zeros((len(chunk), width), dtype=torch.long)
-        for i, p in enumerate(chunk):          # left padding: every answer starts at column `width`
-            ids[i, width - len(p):] = torch.tensor(p, dtype=torch.long)
-            att[i, width - len(p):] = 1
+        runs = shared_runs(chunk)
         _seed_from(gen)
         kw: dict = {"max_new_tokens": how.max_new_tokens, "pad_token_id": pad, "eos_token_id": eos,
                     "num_return_sequences": copies}
@@ -109,35 +90,18 @@ def sample(model, tokenizer, prompts: list[list[int]], how: Sampling, gen: torch
             kw.update(do_sample=True, temperature=how.temperature, top_p=how.top_p, top_k=None)
         if how.stop_at_newline:
             kw.update(stop_strings=["\n"], tokenizer=tokenizer)
-        ids, att = ids.to(device), att.to(device)
         with compute_in(model):
-            if copies > 1:
-                kw.update(num_return_sequences=1, **_shared_prefix(model, ids, att, copies))
-                ids, att = ids.repeat_interleave(copies, 0), att.repeat_interleave(copies, 0)
+            if copies > 1 or len(runs) < len(chunk):     # prompts to encode once (prompt_cache.py)
+                ids, att, cache = encode(model, chunk, copies, pad, runs)
+                kw.update(num_return_sequences=1, **cache)
+            else:
+                ids, att = (t.to(device) for t in left_padded(chunk, pad))
+            width = ids.shape[1]           # every answer starts here
             seqs = model.generate(input_ids=ids, attention_mask=att, **kw)
         for row in seqs[:, width:].tolist():
             out.append(_trim(row, eos, pad))
     model.train(was_training)
     return out
-
-
-def _shared_prefix(model, ids: torch.Tensor, att: torch.Tensor, copies: int):
-    """The KV cache of every prompt but its last token, computed once and repeated for each copy:
-    `generate` with num_return_sequences would encode each prompt `copies` times, which is most of
-    the judge's cost on a CPU (its m samples share one long prompt). Positions as `generate`
-    numbers them for left-padded rows, so the cache is the one it would have built."""
-    pos = (att.cumsum(-1) - 1).masked_fill(att == 0, 0)
-    out = model(input_ids=ids[:, :-1], attention_mask=att[:, :-1], position_ids=pos[:, :-1], use_cache=True)
-    name = _cache_argument(model)
-    cache = out["cache"] if name == "cache" else out.past_key_values
-    cache.batch_repeat_interleave(copies)
-    return {name: cache}
-
-
-def _cache_argument(model) -> str:
-    """What `generate` calls a given KV cache: `cache` since transformers 5.x renamed it, else
-    `past_key_values`."""
-    return "cache" if _forward_takes(model, "cache") else "past_key_values"
 
 
 def was_cut(answer: list[int], how: Sampling, tokenizer) -> bool:
