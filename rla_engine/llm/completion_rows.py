@@ -11,8 +11,10 @@ pass, with the same values (up to float rounding) and the same gradients.
 of later turns of a dialogue, identical samples; a judge's verdicts on one prompt share no target
 and stay one row each), `scores` scores a set of samples through one row per chain, and
 `micro_batches` cuts a minibatch into micro-batches of whole chains, so that the samples of a
-completion meet in one forward. PPO's loss over a minibatch is a mean over its samples, so how they
-are grouped into micro-batches does not change it.
+completion meet in one forward. Rows that only begin alike (the judge's m verdicts on one prompt,
+a task's roll-outs) are kept side by side, and `token_scores` runs their common beginning once.
+PPO's loss over a minibatch is a mean over its samples, so how they are grouped into micro-batches
+does not change it.
 """
 from __future__ import annotations
 
@@ -50,11 +52,12 @@ class CompletionRows:
 
     def micro_batches(self, idx: torch.Tensor, rows_per_micro: int) -> list[torch.Tensor]:
         """`idx` (sample numbers) in micro-batches of at most `rows_per_micro` rows, each row's
-        samples together; rows in the order their first sample comes in `idx`."""
+        samples together; rows in the order of their sequences, so that rows that begin alike
+        (one prompt's samples) meet in a micro-batch and run their beginning once."""
         by_row: dict[int, list[int]] = {}
         for i in idx.tolist():
             by_row.setdefault(self.row_of[i], []).append(i)
-        groups = list(by_row.values())
+        groups = [by_row[r] for r in sorted(by_row)]      # rows are numbered in their sequences' order
         return [torch.tensor([i for g in groups[k:k + rows_per_micro] for i in g], dtype=idx.dtype, device=idx.device)
                 for k in range(0, len(groups), rows_per_micro)]
 

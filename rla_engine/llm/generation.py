@@ -19,7 +19,7 @@ import torch
 from torch.nn import functional
 
 from ..loop.ppo import Scores, binary_entropy, distribution_entropy
-from .prompt_cache import encode, forward_takes, left_padded, shared_runs
+from .prompt_cache import can_share_in_training, encode, forward_takes, left_padded, shared_prefixes, shared_runs
 
 
 @dataclass
@@ -138,29 +138,44 @@ def token_scores(model, contexts: list[list[int]], targets: list[list[int]], tem
     """log p(target tokens | context) under logits / temperature, [n, width] with its mask, and
     the entropies of those tokens' distributions on demand; one right-padded forward pass over
     context + target (gradients flow when enabled), whose logits are computed from the shortest
-    context's last token on (`logits_to_keep`), not for whole prompts. With `two` token ids, the
+    context's last token on (`logits_to_keep`), not for whole prompts. Contexts that begin alike
+    (a judged step's m samples, a task's roll-outs) run that beginning once, its cache shared by
+    their rows with the gradient flowing back into it (prompt_cache.py). With `two` token ids, the
     bonus is the entropy between just those two at every target position, [n, width] with its
     gradient (a verdict's +1 against −1)."""
     device = _model_device(model)
-    seq_len = max(len(c) + len(t) for c, t in zip(contexts, targets))
     n = len(contexts)
-    ids = torch.zeros((n, seq_len), dtype=torch.long)
-    att = torch.zeros((n, seq_len), dtype=torch.long)
-    for i, (c, t) in enumerate(zip(contexts, targets)):
-        row = c + t
-        ids[i, :len(row)] = torch.tensor(row, dtype=torch.long)
-        att[i, :len(row)] = 1
-    ids, att = ids.to(device), att.to(device)
-    # the token at position p is predicted by the logits at p − 1: no row needs logits before
-    # `first`, so the vocabulary projection skips the shortest context (most of a prompt)
-    first = max(0, min(len(c) for c in contexts) - 1)
-    keep = {"logits_to_keep": seq_len - first} if first and _keeps_logits(model) else {}
+    order = sorted(range(n), key=contexts.__getitem__)        # contexts that begin alike side by side
+    runs = shared_runs([contexts[i] for i in order])
+    past: dict = {}
+    skip = [0] * n            # each row's context tokens already in the shared cache
     with compute_in(model):
-        logits = model(input_ids=ids, attention_mask=att, use_cache=False, **keep).logits   # [n, L − first, V]
+        if len(runs) < n and can_share_in_training(model):
+            past, skip = shared_prefixes(model, [contexts[i] for i in order], runs, order)
+        rest = [c[k:] for c, k in zip(contexts, skip)]
+        seq_len = max(len(c) + len(t) for c, t in zip(rest, targets))
+        ids = torch.zeros((n, seq_len), dtype=torch.long)
+        att = torch.zeros((n, seq_len), dtype=torch.long)
+        for i, (c, t) in enumerate(zip(rest, targets)):
+            row = c + t
+            ids[i, :len(row)] = torch.tensor(row, dtype=torch.long)
+            att[i, :len(row)] = 1
+        ids, att = ids.to(device), att.to(device)
+        # the token at position p is predicted by the logits at p − 1: no row needs logits before
+        # `first`, so the vocabulary projection skips the shortest context (most of a prompt)
+        first = max(0, min(len(c) for c in rest) - 1)
+        keep = {"logits_to_keep": seq_len - first} if first and _keeps_logits(model) else {}
+        if past:
+            held = past.pop("attention_mask")
+            positions = torch.tensor(skip, device=device).unsqueeze(1) + torch.arange(seq_len, device=device)
+            logits = model(input_ids=ids, attention_mask=torch.cat([held, att], 1), position_ids=positions,
+                           use_cache=True, **past, **keep).logits
+        else:
+            logits = model(input_ids=ids, attention_mask=att, use_cache=False, **keep).logits   # [n, L − first, V]
     offset = first if keep else 0
     pos = torch.zeros((n, width), dtype=torch.long)
     mask = torch.zeros((n, width), dtype=torch.bool)
-    for i, (c, t) in enumerate(zip(contexts, targets)):
+    for i, (c, t) in enumerate(zip(rest, targets)):
         pos[i, :len(t)] = torch.arange(len(c) - 1, len(c) - 1 + len(t)) - offset
         mask[i, :len(t)] = True
     pos, mask = pos.to(device), mask.to(device)

@@ -105,6 +105,37 @@ def encode(model, prompts: list[list[int]], copies: int, pad: int,
     return ids, att, {name: cache}
 
 
+def shared_prefixes(model, contexts: list[list[int]], runs: list[tuple[int, int, int]],
+                    order: list[int]) -> tuple[dict, list[int]]:
+    """For scoring with gradient: each run's prefix of `contexts` (sorted so that runs hold what
+    begins alike; `order[p]` is the row of contexts[p]) run once, and its cache shared by the
+    run's rows. Returns the forward's cache argument with the prefixes' attention mask (one row
+    per row, in the rows' order) and how many of each row's context tokens the cache holds."""
+    device = next(model.parameters()).device
+    head, head_att = (t.to(device) for t in left_padded([contexts[i][:k] for i, _, k in runs], 0))
+    run_of = [0] * len(order)
+    skip = [0] * len(order)
+    for r, (i, j, k) in enumerate(runs):
+        for p in range(i, j):
+            run_of[order[p]], skip[order[p]] = r, k
+    name = cache_argument(model)
+    out = model(input_ids=head, attention_mask=head_att, position_ids=_positions(head_att), use_cache=True)
+    cache = out["cache"] if name == "cache" else out.past_key_values
+    rows = torch.tensor(run_of, device=device)
+    cache.reorder_cache(rows)        # one row per scored row; the gradient flows back to its run's
+    return {name: cache, "attention_mask": head_att[rows]}, skip
+
+
+def can_share_in_training(model) -> bool:
+    """A model that recomputes activations in its backward pass (CUDA runs) keeps no cache in
+    training, so it scores whole rows."""
+    base = model.get_base_model() if hasattr(model, "get_base_model") else model
+    on = getattr(base, "is_activation_checkpointing", None)
+    if on is None:
+        on = getattr(base, "is_gradient_checkpointing", False)
+    return not (on and model.training)
+
+
 def _positions(att: torch.Tensor) -> torch.Tensor:
     """Positions as `generate` numbers them: counted over the unmasked tokens."""
     return (att.cumsum(-1) - 1).masked_fill(att == 0, 0)

@@ -7,6 +7,7 @@ import pytest
 import torch
 
 from rla_engine.config import build
+from rla_engine.llm import generation
 from rla_engine.llm.completion_rows import CompletionRows
 from rla_engine.llm.generation import token_scores
 from rla_engine.loop.trainer import Trainer
@@ -48,7 +49,7 @@ def loss_and_grads(model, scores, weights):
 
 @pytest.mark.parametrize("lora", [False, True], ids=["full", "lora"])
 @pytest.mark.parametrize("family", family_names("text"))
-def test_one_pass_per_completion_gives_each_steps_gradients(family, lora):
+def test_one_pass_per_completion_gives_each_steps_gradients(family, lora, monkeypatch):
     if lora:
         pytest.importorskip("peft")
     backend, contexts, targets = line_steps(family, *(["lm.lora_rank=4"] if lora else []))
@@ -60,7 +61,9 @@ def test_one_pass_per_completion_gives_each_steps_gradients(family, lora):
     idx = torch.arange(n)
     width = max(map(len, targets))
     weights = torch.linspace(-1.0, 1.0, n)
-    one_by_one, expected = loss_and_grads(model, token_scores(model, contexts, targets, 0.7, width), weights)
+    with monkeypatch.context() as m:      # the reference: every sample its own whole row
+        m.setattr(generation, "can_share_in_training", lambda model: False)
+        one_by_one, expected = loss_and_grads(model, token_scores(model, contexts, targets, 0.7, width), weights)
     shared, got = loss_and_grads(model, rows.scores(model, idx, 0.7, width), weights)
     assert (one_by_one - shared).abs().max() <= TOLERANCE
     assert expected.keys() == got.keys() and expected
@@ -75,5 +78,40 @@ def test_the_samples_of_a_completion_meet_in_one_micro_batch():
     assert rows.rows == 3                                # a's three lines, b's two, the lone sample
     assert rows.row_of[0] == rows.row_of[1] == rows.row_of[3] != rows.row_of[2] == rows.row_of[4]
     micros = rows.micro_batches(torch.tensor([4, 0, 5, 1, 2, 3]), 2)
-    assert [m.tolist() for m in micros] == [[4, 2, 0, 1, 3], [5]]
+    assert [m.tolist() for m in micros] == [[0, 1, 3, 4, 2], [5]]     # a's row, b's, then the lone one
     assert sorted(i for m in micros for i in m.tolist()) == list(range(6))
+
+
+@pytest.mark.parametrize("lora", [False, True], ids=["full", "lora"])
+def test_prompts_run_once_in_an_update_give_each_samples_gradients(lora, monkeypatch):
+    """The judge's case: m outputs after each of several prompts that share their beginning (the
+    steps of one task), with the verdict bonus. Run once per prompt (its cache shared, the gradient
+    flowing back into it), the log-probabilities, the bonus and the gradients are those of whole
+    rows."""
+    if lora:
+        pytest.importorskip("peft")
+    backend, contexts, _ = line_steps("text_arithmetic", *(["lm.lora_rank=4"] if lora else []))
+    prompts = sorted({tuple(c) for c in contexts})[:3]
+    m = 3
+    g = torch.Generator().manual_seed(0)
+    outputs = [torch.randint(5, 200, (int(torch.randint(2, 9, (1,), generator=g)),), generator=g).tolist()
+               for _ in range(len(prompts) * m)]
+    ctx = [list(prompts[k // m]) for k in range(len(outputs))]
+    model = backend.policy
+    model.train()
+    width = max(map(len, outputs))
+    weights = torch.linspace(-1.0, 1.0, len(outputs))
+    assert len(generation.shared_runs(sorted(ctx))) < len(ctx)
+
+    def scored(share):
+        with monkeypatch.context() as mp:
+            mp.setattr(generation, "can_share_in_training", lambda model: share)
+            s = token_scores(model, ctx, outputs, 0.7, width, two=(10, 11))
+            bonus = s.bonus.detach().clone()
+            return (*loss_and_grads(model, s, weights), bonus)
+
+    whole, expected, whole_bonus = scored(False)
+    shared, got, shared_bonus = scored(True)
+    assert (whole - shared).abs().max() <= TOLERANCE and (whole_bonus - shared_bonus).abs().max() <= TOLERANCE
+    assert expected.keys() == got.keys() and expected
+    assert max(float((expected[k] - got[k]).abs().max()) for k in expected) <= TOLERANCE

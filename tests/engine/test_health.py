@@ -10,6 +10,7 @@ from torch import nn
 
 from rla_engine import metrics
 from rla_engine.config import build
+from rla_engine.llm import generation
 from rla_engine.llm.backend import LLMBackend
 from rla_engine.llm.dialogue import TextEpisodes, TextStep
 from rla_engine.llm.generation import Sampling, was_cut
@@ -187,6 +188,8 @@ def test_a_language_models_update_measures_from_its_own_forwards(model_cache, mo
     expected = _token_entropy(copy.deepcopy(model), chosen, temperature)
     calls = []
     model.register_forward_hook(lambda *_: calls.append(1))
+    # rows scored whole: a shared prompt would add its own forward (tests/engine/test_completion_rows.py)
+    monkeypatch.setattr(generation, "can_share_in_training", lambda model: False)
     stats = backend.update_policy(ep, ep.mask, torch.randn(len(chosen)), None)
     assert stats.samples == len(chosen)
     assert len(calls) == math.ceil(len(chosen) / tr.cfg.lm.micro_batch_size)
