@@ -19,7 +19,7 @@ import torch
 from torch.nn import functional
 
 from ..loop.ppo import Scores, binary_entropy, distribution_entropy
-from .prompt_cache import can_share_in_training, encode, forward_takes, left_padded, shared_prefixes, shared_runs
+from .prompt_cache import keeps_cache, encode, forward_takes, left_padded, shared_prefixes, shared_runs
 
 
 @dataclass
@@ -136,11 +136,11 @@ def token_logprobs(model, contexts: list[list[int]], targets: list[list[int]], t
 def token_scores(model, contexts: list[list[int]], targets: list[list[int]], temperature: float,
                  width: int, two: tuple[int, int] | None = None) -> Scores:
     """log p(target tokens | context) under logits / temperature, [n, width] with its mask, and
-    the entropies of those tokens' distributions on demand; one right-padded forward pass over
+    the entropies of those tokens' distributions on demand; a right-padded forward pass over
     context + target (gradients flow when enabled), whose logits are computed from the shortest
     context's last token on (`logits_to_keep`), not for whole prompts. Contexts that begin alike
-    (a judged step's m samples, a task's roll-outs) run that beginning once, its cache shared by
-    their rows with the gradient flowing back into it (prompt_cache.py). With `two` token ids, the
+    (a judged step's m samples, a task's roll-outs) run that beginning once first, its cache
+    shared by their rows with the gradient flowing back into it (prompt_cache.py). With `two` token ids, the
     bonus is the entropy between just those two at every target position, [n, width] with its
     gradient (a verdict's +1 against −1)."""
     device = _model_device(model)
@@ -148,10 +148,11 @@ def token_scores(model, contexts: list[list[int]], targets: list[list[int]], tem
     order = sorted(range(n), key=contexts.__getitem__)        # contexts that begin alike side by side
     runs = shared_runs([contexts[i] for i in order])
     past: dict = {}
+    prefix_mask = None
     skip = [0] * n            # each row's context tokens already in the shared cache
     with compute_in(model):
-        if len(runs) < n and can_share_in_training(model):
-            past, skip = shared_prefixes(model, [contexts[i] for i in order], runs, order)
+        if len(runs) < n and keeps_cache(model):
+            past, prefix_mask, skip = shared_prefixes(model, [contexts[i] for i in order], runs, order)
         rest = [c[k:] for c, k in zip(contexts, skip)]
         seq_len = max(len(c) + len(t) for c, t in zip(rest, targets))
         ids = torch.zeros((n, seq_len), dtype=torch.long)
@@ -165,10 +166,9 @@ def token_scores(model, contexts: list[list[int]], targets: list[list[int]], tem
         # `first`, so the vocabulary projection skips the shortest context (most of a prompt)
         first = max(0, min(len(c) for c in rest) - 1)
         keep = {"logits_to_keep": seq_len - first} if first and _keeps_logits(model) else {}
-        if past:
-            held = past.pop("attention_mask")
+        if prefix_mask is not None:      # [prefix | pads][rest + target | pads], positions counted on
             positions = torch.tensor(skip, device=device).unsqueeze(1) + torch.arange(seq_len, device=device)
-            logits = model(input_ids=ids, attention_mask=torch.cat([held, att], 1), position_ids=positions,
+            logits = model(input_ids=ids, attention_mask=torch.cat([prefix_mask, att], 1), position_ids=positions,
                            use_cache=True, **past, **keep).logits
         else:
             logits = model(input_ids=ids, attention_mask=att, use_cache=False, **keep).logits   # [n, L − first, V]

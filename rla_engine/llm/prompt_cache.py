@@ -14,7 +14,10 @@ encoded once:
 
 Masked pads in the middle change nothing a causal model computes: positions are counted over the
 unmasked tokens (as `generate` numbers them), so every token has the position, and the cache the
-values, that one left-padded row of the whole prompt would give, up to float rounding.
+values, that one left-padded row of the whole prompt would give, up to float rounding. This holds
+for full attention (the models here); a sliding-window layer counts columns, not positions. A
+prefix run once gives its rows one dropout mask too, which is why it assumes none in training
+(LoRA's dropout is 0). `shared_prefixes` does the same for a PPO update's scoring, with gradient.
 """
 from __future__ import annotations
 
@@ -89,13 +92,15 @@ def encode(model, prompts: list[list[int]], copies: int, pad: int,
     head, head_att = (t.to(device) for t in left_padded(shared, pad))
     rest, rest_att = (t.to(device) for t in left_padded(rests, pad))
     name = cache_argument(model)
-    out = model(input_ids=head, attention_mask=head_att, position_ids=_positions(head_att), use_cache=True)
+    out = model(input_ids=head, attention_mask=head_att, position_ids=_positions(head_att), use_cache=True,
+                **_no_logits(model))
     cache = out["cache"] if name == "cache" else out.past_key_values
     cache.reorder_cache(run_of)                  # one row per prompt
     att = torch.cat([head_att[run_of], rest_att], 1)
     if rest.shape[1]:
         pos = _positions(att)[:, head.shape[1]:]
-        model(input_ids=rest, attention_mask=att, position_ids=pos, use_cache=True, **{name: cache})
+        model(input_ids=rest, attention_mask=att, position_ids=pos, use_cache=True, **{name: cache},
+              **_no_logits(model))
     last = torch.tensor([[p[-1]] for p in prompts], dtype=torch.long, device=device)
     ids = torch.cat([head[run_of], rest, last], 1)
     att = torch.cat([att, torch.ones_like(last)], 1)
@@ -106,11 +111,11 @@ def encode(model, prompts: list[list[int]], copies: int, pad: int,
 
 
 def shared_prefixes(model, contexts: list[list[int]], runs: list[tuple[int, int, int]],
-                    order: list[int]) -> tuple[dict, list[int]]:
+                    order: list[int]) -> tuple[dict, torch.Tensor, list[int]]:
     """For scoring with gradient: each run's prefix of `contexts` (sorted so that runs hold what
     begins alike; `order[p]` is the row of contexts[p]) run once, and its cache shared by the
-    run's rows. Returns the forward's cache argument with the prefixes' attention mask (one row
-    per row, in the rows' order) and how many of each row's context tokens the cache holds."""
+    run's rows. Returns the forward's cache argument, the prefixes' attention mask (one row per
+    row, in the rows' order) and how many of each row's context tokens the cache holds."""
     device = next(model.parameters()).device
     head, head_att = (t.to(device) for t in left_padded([contexts[i][:k] for i, _, k in runs], 0))
     run_of = [0] * len(order)
@@ -119,21 +124,30 @@ def shared_prefixes(model, contexts: list[list[int]], runs: list[tuple[int, int,
         for p in range(i, j):
             run_of[order[p]], skip[order[p]] = r, k
     name = cache_argument(model)
-    out = model(input_ids=head, attention_mask=head_att, position_ids=_positions(head_att), use_cache=True)
+    out = model(input_ids=head, attention_mask=head_att, position_ids=_positions(head_att), use_cache=True,
+                **_no_logits(model))
     cache = out["cache"] if name == "cache" else out.past_key_values
     rows = torch.tensor(run_of, device=device)
     cache.reorder_cache(rows)        # one row per scored row; the gradient flows back to its run's
-    return {name: cache, "attention_mask": head_att[rows]}, skip
+    return {name: cache}, head_att[rows], skip
 
 
-def can_share_in_training(model) -> bool:
-    """A model that recomputes activations in its backward pass (CUDA runs) keeps no cache in
-    training, so it scores whole rows."""
+def keeps_cache(model) -> bool:
+    """Whether a forward now returns a KV cache: transformers drops it from a model that
+    recomputes activations in its backward pass (activation checkpointing, on CUDA here) while it
+    trains with gradients, and such a model scores whole rows."""
     base = model.get_base_model() if hasattr(model, "get_base_model") else model
     on = getattr(base, "is_activation_checkpointing", None)
     if on is None:
         on = getattr(base, "is_gradient_checkpointing", False)
-    return not (on and model.training)
+    return not (on and model.training and torch.is_grad_enabled())
+
+
+def _no_logits(model) -> dict:
+    """A forward run for its cache computes the logits of its last position only: the vocabulary
+    projection of every position would be a fifth of the work and a [rows, width, vocabulary]
+    tensor."""
+    return {"logits_to_keep": 1} if forward_takes(model, "logits_to_keep") else {}
 
 
 def _positions(att: torch.Tensor) -> torch.Tensor:

@@ -9,7 +9,7 @@ import torch
 from rla_engine.config import build
 from rla_engine.llm import generation
 from rla_engine.llm.completion_rows import CompletionRows
-from rla_engine.llm.generation import token_scores
+from rla_engine.llm.generation import chat_ids, token_scores
 from rla_engine.loop.trainer import Trainer
 from rla_engine.tasks import family_names
 
@@ -62,7 +62,7 @@ def test_one_pass_per_completion_gives_each_steps_gradients(family, lora, monkey
     width = max(map(len, targets))
     weights = torch.linspace(-1.0, 1.0, n)
     with monkeypatch.context() as m:      # the reference: every sample its own whole row
-        m.setattr(generation, "can_share_in_training", lambda model: False)
+        m.setattr(generation, "keeps_cache", lambda model: False)
         one_by_one, expected = loss_and_grads(model, token_scores(model, contexts, targets, 0.7, width), weights)
     shared, got = loss_and_grads(model, rows.scores(model, idx, 0.7, width), weights)
     assert (one_by_one - shared).abs().max() <= TOLERANCE
@@ -90,8 +90,12 @@ def test_prompts_run_once_in_an_update_give_each_samples_gradients(lora, monkeyp
     rows."""
     if lora:
         pytest.importorskip("peft")
-    backend, contexts, _ = line_steps("text_arithmetic", *(["lm.lora_rank=4"] if lora else []))
-    prompts = sorted({tuple(c) for c in contexts})[:3]
+    backend, _, _ = line_steps("text_arithmetic", *(["lm.lora_rank=4"] if lora else []))
+    task = "Ann has 3 pens. Ann gets 4 more pens. How many pens does Ann have now?"
+    # two tasks' prompts of different lengths: two runs, the shorter left-padded in the shared
+    # forward (whose pad queries attend to nothing), each with steps that share the task
+    texts = [f"{task} Step: value = 7", f"{task} Step: value = 9, then more", "Bo has 2 cups. " * 9]
+    prompts = [chat_ids(backend.tok, [{"role": "user", "content": t}]) for t in texts]
     m = 3
     g = torch.Generator().manual_seed(0)
     outputs = [torch.randint(5, 200, (int(torch.randint(2, 9, (1,), generator=g)),), generator=g).tolist()
@@ -101,11 +105,12 @@ def test_prompts_run_once_in_an_update_give_each_samples_gradients(lora, monkeyp
     model.train()
     width = max(map(len, outputs))
     weights = torch.linspace(-1.0, 1.0, len(outputs))
-    assert len(generation.shared_runs(sorted(ctx))) < len(ctx)
+    runs = generation.shared_runs(sorted(ctx))
+    assert len(runs) == 2 and runs[0][2] != runs[1][2], runs
 
     def scored(share):
         with monkeypatch.context() as mp:
-            mp.setattr(generation, "can_share_in_training", lambda model: share)
+            mp.setattr(generation, "keeps_cache", lambda model: share)
             s = token_scores(model, ctx, outputs, 0.7, width, two=(10, 11))
             bonus = s.bonus.detach().clone()
             return (*loss_and_grads(model, s, weights), bonus)

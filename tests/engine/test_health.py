@@ -189,7 +189,7 @@ def test_a_language_models_update_measures_from_its_own_forwards(model_cache, mo
     calls = []
     model.register_forward_hook(lambda *_: calls.append(1))
     # rows scored whole: a shared prompt would add its own forward (tests/engine/test_completion_rows.py)
-    monkeypatch.setattr(generation, "can_share_in_training", lambda model: False)
+    monkeypatch.setattr(generation, "keeps_cache", lambda model: False)
     stats = backend.update_policy(ep, ep.mask, torch.randn(len(chosen)), None)
     assert stats.samples == len(chosen)
     assert len(calls) == math.ceil(len(chosen) / tr.cfg.lm.micro_batch_size)
