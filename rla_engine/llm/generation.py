@@ -140,9 +140,9 @@ def token_scores(model, contexts: list[list[int]], targets: list[list[int]], tem
     context + target (gradients flow when enabled), whose logits are computed from the shortest
     context's last token on (`logits_to_keep`), not for whole prompts. Contexts that begin alike
     (a judged step's m samples, a task's roll-outs) run that beginning once first, its cache
-    shared by their rows with the gradient flowing back into it (prompt_cache.py). With `two` token ids, the
-    bonus is the entropy between just those two at every target position, [n, width] with its
-    gradient (a verdict's +1 against −1)."""
+    shared by their rows with the gradient flowing back into it (prompt_cache.py). With `two`
+    token ids, the bonus is the entropy between just those two at every target position,
+    [n, width] with its gradient (a verdict's +1 against −1)."""
     device = _model_device(model)
     n = len(contexts)
     order = sorted(range(n), key=contexts.__getitem__)        # contexts that begin alike side by side

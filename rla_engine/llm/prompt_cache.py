@@ -89,13 +89,8 @@ def encode(model, prompts: list[list[int]], copies: int, pad: int,
     shared = [prompts[i][:k] for i, _, k in runs]
     at = {p: k for i, j, k in runs for p in range(i, j)}
     rests = [p[at[n]:-1] for n, p in enumerate(prompts)]
-    head, head_att = (t.to(device) for t in left_padded(shared, pad))
+    head, head_att, name, cache = _run_prefixes(model, shared, pad, run_of)
     rest, rest_att = (t.to(device) for t in left_padded(rests, pad))
-    name = cache_argument(model)
-    out = model(input_ids=head, attention_mask=head_att, position_ids=_positions(head_att), use_cache=True,
-                **_no_logits(model))
-    cache = out["cache"] if name == "cache" else out.past_key_values
-    cache.reorder_cache(run_of)                  # one row per prompt
     att = torch.cat([head_att[run_of], rest_att], 1)
     if rest.shape[1]:
         pos = _positions(att)[:, head.shape[1]:]
@@ -117,19 +112,28 @@ def shared_prefixes(model, contexts: list[list[int]], runs: list[tuple[int, int,
     run's rows. Returns the forward's cache argument, the prefixes' attention mask (one row per
     row, in the rows' order) and how many of each row's context tokens the cache holds."""
     device = next(model.parameters()).device
-    head, head_att = (t.to(device) for t in left_padded([contexts[i][:k] for i, _, k in runs], 0))
     run_of = [0] * len(order)
     skip = [0] * len(order)
     for r, (i, j, k) in enumerate(runs):
         for p in range(i, j):
             run_of[order[p]], skip[order[p]] = r, k
+    rows = torch.tensor(run_of, device=device)
+    _, head_att, name, cache = _run_prefixes(model, [contexts[i][:k] for i, _, k in runs], 0, rows)
+    return {name: cache}, head_att[rows], skip
+
+
+def _run_prefixes(model, prefixes: list[list[int]], pad: int, rows: torch.Tensor):
+    """The prefixes left-padded and run once; their cache then holds one row per entry of `rows`
+    (a prefix's number), and a gradient flows back to the prefix. Returns (ids, mask, the cache
+    argument's name, the cache)."""
+    device = next(model.parameters()).device
+    head, head_att = (t.to(device) for t in left_padded(prefixes, pad))
     name = cache_argument(model)
     out = model(input_ids=head, attention_mask=head_att, position_ids=_positions(head_att), use_cache=True,
                 **_no_logits(model))
     cache = out["cache"] if name == "cache" else out.past_key_values
-    rows = torch.tensor(run_of, device=device)
-    cache.reorder_cache(rows)        # one row per scored row; the gradient flows back to its run's
-    return {name: cache}, head_att[rows], skip
+    cache.reorder_cache(rows)
+    return head, head_att, name, cache
 
 
 def keeps_cache(model) -> bool:
