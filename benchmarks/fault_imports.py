@@ -228,6 +228,7 @@ def valid_imports(root: Path, verdict: Verdict) -> tuple[int, int]:
 
 
 def campaign(root: Path, verdict: Verdict, say=print, full: bool = False) -> dict:
+    root.mkdir(parents=True, exist_ok=True)      # faults.py passes a folder that does not exist yet
     good = json.loads(GOOD.read_text("utf-8"))
     template, first = root / "template.db", root / "first.json"
     # another run the refusals must leave alone (runs[0] of OTHER; the two-run variant uses the others)
