@@ -36,7 +36,7 @@ def main() -> None:
     ap.add_argument("--first", type=int, default=1)
     a = ap.parse_args()
     store = open_store(a.db, create=False)
-    run = a.run or max(store.list_runs(include_archived=True), key=lambda r: r["created_at"] or 0)["id"]
+    run = a.run or store.list_runs(include_archived=True)[0]["id"]      # newest first
     series = {name: by_iteration(store, run, key) for name, key in ROWS.items()}
     last = max(series["training success"], default=0)
     its = list(range(a.first, last + 1))

@@ -23,24 +23,27 @@ import shutil
 import statistics
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
+from rla_engine.commandline import rla
 from rla_engine.metrics import ITERATION_S, PHASE_PREFIX, is_machine_key
 from rla_engine.store import open_store
 
-ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from revision import ROOT, tree_at
+
+Metrics = dict[tuple[str, int], float]      # (key, iteration) → value
 
 
 def run_once(tree: Path, db: Path, preset: str, seed: int, iterations: int) -> None:
-    cmd = [sys.executable, "-m", "rla_engine.cli", "run", "--preset", preset, "--seed", str(seed),
-           "--iterations", str(iterations), "--device", "cpu", "--db", str(db)]
+    cmd = rla(sys.executable, db, "run", "--preset", preset, "--seed", str(seed), "--iterations", str(iterations),
+              "--device", "cpu")
     res = subprocess.run(cmd, cwd=tree, capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(tree)})
     if res.returncode != 0:
         raise SystemExit(f"llm_iteration: the run of {tree} failed ({res.returncode}):\n{res.stderr[-3000:]}")
 
 
-def read_metrics(db: Path) -> dict[tuple[str, int], float]:
+def read_metrics(db: Path) -> Metrics:
     store = open_store(db, create=False)
     try:
         (run,) = store.list_runs(include_archived=True)
@@ -49,17 +52,21 @@ def read_metrics(db: Path) -> dict[tuple[str, int], float]:
         store.close()
 
 
-def summary(metrics: dict[tuple[str, int], float]) -> tuple[float, float, dict[str, float]]:
-    """(median iteration seconds, their mean, seconds per phase summed over the run)."""
-    times = [v for (k, _), v in metrics.items() if k == ITERATION_S]
+def iteration_seconds(*runs: Metrics) -> list[float]:
+    return [v for m in runs for (k, _), v in m.items() if k == ITERATION_S]
+
+
+def phase_seconds(metrics: Metrics) -> dict[str, float]:
+    """Seconds per phase summed over the run (empty for a tree that stores none)."""
     phases: dict[str, float] = {}
     for (k, _), v in metrics.items():
         if k.startswith(PHASE_PREFIX):
-            phases[k[len(PHASE_PREFIX):]] = phases.get(k[len(PHASE_PREFIX):], 0.0) + v
-    return statistics.median(times), statistics.mean(times), phases
+            phase = k.removeprefix(PHASE_PREFIX)
+            phases[phase] = phases.get(phase, 0.0) + v
+    return phases
 
 
-def compare(a: dict[tuple[str, int], float], b: dict[tuple[str, int], float]) -> str:
+def compare(a: Metrics, b: Metrics) -> str:
     """How many learning values two runs share exactly, and the largest gap of the others."""
     keys = [k for k in a if not is_machine_key(k[0]) and k in b]
     same = [k for k in keys if a[k] == b[k] or (math.isnan(a[k]) and math.isnan(b[k]))]
@@ -83,31 +90,24 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--keep", type=Path, help="copy the databases into this folder")
     a = ap.parse_args()
-    with tempfile.TemporaryDirectory(prefix="rla-llm-against-") as tmp:
-        old = Path(tmp) / "tree"
-        subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", "-f", str(old), a.against],
-                       check=True, capture_output=True)
-        runs: dict[str, list[dict[tuple[str, int], float]]] = {"this tree": [], a.against: []}
-        try:
-            # the package's presets live in resources/, mapped by the editable install only for this tree
-            (old / "rla_engine" / "resources").symlink_to(old / "resources")
-            trees = {"this tree": ROOT, a.against: old}
-            for n in range(a.rounds):
-                for name, tree in trees.items():
-                    db = Path(tmp) / f"{'new' if tree == ROOT else 'old'}-{n + 1}.db"
-                    run_once(tree, db, a.preset, a.seed, a.iterations)
-                    metrics = read_metrics(db)
-                    runs[name].append(metrics)
-                    median, mean, phases = summary(metrics)
-                    split = ", ".join(f"{p} {s:.0f} s" for p, s in sorted(phases.items())) or "no phase timings"
-                    print(f"round {n + 1}: {name:<10} median {median:6.1f} s, mean {mean:6.1f} s ({split})", flush=True)
-                    if a.keep:
-                        a.keep.mkdir(parents=True, exist_ok=True)
-                        shutil.copy(db, a.keep / db.name)
-        finally:
-            subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(old)], capture_output=True)
-    mine = statistics.median(v for m in runs["this tree"] for (k, _), v in m.items() if k == ITERATION_S)
-    theirs = statistics.median(v for m in runs[a.against] for (k, _), v in m.items() if k == ITERATION_S)
+    runs: dict[str, list[Metrics]] = {"this tree": [], a.against: []}
+    with tree_at(a.against) as old:
+        trees = {"this tree": ROOT, a.against: old}
+        for n in range(a.rounds):
+            for name, tree in trees.items():
+                db = old.parent / f"{'new' if tree == ROOT else 'old'}-{n + 1}.db"
+                run_once(tree, db, a.preset, a.seed, a.iterations)
+                metrics = read_metrics(db)
+                runs[name].append(metrics)
+                times = iteration_seconds(metrics)
+                split = ", ".join(f"{p} {s:.0f} s" for p, s in sorted(phase_seconds(metrics).items()))
+                print(f"round {n + 1}: {name:<10} median {statistics.median(times):6.1f} s, "
+                      f"mean {statistics.mean(times):6.1f} s ({split or 'no phase timings'})", flush=True)
+                if a.keep:
+                    a.keep.mkdir(parents=True, exist_ok=True)
+                    shutil.copy(db, a.keep / db.name)
+    mine = statistics.median(iteration_seconds(*runs["this tree"]))
+    theirs = statistics.median(iteration_seconds(*runs[a.against]))
     print(f"{a.preset}, seed {a.seed}, {a.iterations} iterations × {a.rounds} rounds, median iteration: "
           f"this tree {mine:.1f} s, {a.against} {theirs:.1f} s, ratio {theirs / mine:.2f}× faster")
     print(f"this tree against {a.against}, round 1: {compare(runs['this tree'][0], runs[a.against][0])}")

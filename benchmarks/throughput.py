@@ -31,7 +31,8 @@ from rla_engine.loop.trainer import Trainer
 from rla_engine.runner import Runner
 from rla_engine.store import open_store
 
-ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from revision import ROOT, tree_at
 
 
 def rollout_throughput(tr: Trainer, repeats: int) -> tuple[float, float]:
@@ -76,25 +77,17 @@ def print_split(timings: list[dict]) -> None:
 
 def against(rev: str, family: str, iterations: int, rounds: int) -> None:
     """Alternate runs of this tree and of `rev`'s, one process each, and print both medians."""
-    with tempfile.TemporaryDirectory(prefix="rla-against-") as tmp:
-        old = Path(tmp) / "tree"
-        subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", "-f", str(old), rev],
-                       check=True, capture_output=True)
-        try:
-            # the package's presets live in resources/, mapped by the editable install only for this tree
-            (old / "rla_engine" / "resources").symlink_to(old / "resources")
-            trees = {"this tree": ROOT, rev: old}
-            rates: dict[str, list[float]] = {name: [] for name in trees}
-            for n in range(rounds):
-                for name, tree in trees.items():
-                    out = subprocess.run([sys.executable, __file__, "--loop-only", "--family", family,
-                                          "--iterations", str(iterations)], check=True, capture_output=True,
-                                         text=True, env={**os.environ, "PYTHONPATH": str(tree)}).stdout
-                    rate = json.loads(out.splitlines()[-1])["env_steps_per_s"]
-                    rates[name].append(rate)
-                    print(f"round {n + 1}: {name:<12} {rate:9,.0f} env-steps/s")
-        finally:
-            subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(old)], capture_output=True)
+    with tree_at(rev) as old:
+        trees = {"this tree": ROOT, rev: old}
+        rates: dict[str, list[float]] = {name: [] for name in trees}
+        for n in range(rounds):
+            for name, tree in trees.items():
+                out = subprocess.run([sys.executable, __file__, "--loop-only", "--family", family,
+                                      "--iterations", str(iterations)], check=True, capture_output=True,
+                                     text=True, env={**os.environ, "PYTHONPATH": str(tree)}).stdout
+                rate = json.loads(out.splitlines()[-1])["env_steps_per_s"]
+                rates[name].append(rate)
+                print(f"round {n + 1}: {name:<12} {rate:9,.0f} env-steps/s")
     mine, theirs = statistics.median(rates["this tree"]), statistics.median(rates[rev])
     print(f"whole loop, {family}, {iterations} iterations, checkpoint every iteration, median of {rounds}: "
           f"this tree {mine:,.0f} env-steps/s, {rev} {theirs:,.0f} env-steps/s, ratio {mine / theirs:.2f}×")
