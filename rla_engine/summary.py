@@ -8,6 +8,7 @@ import json
 import math
 import time
 from collections.abc import Mapping, Sequence
+from decimal import Decimal
 from typing import Any
 
 import numpy as np
@@ -18,6 +19,33 @@ from .vocabulary import LIVE
 
 # The headline values of a run: the columns of `rla runs` and of the console's history table.
 SUMMARY_KEYS = (metrics.SUCCESS, metrics.EVAL_SUCCESS, metrics.MU, metrics.DIFFICULTY_MEAN)
+
+
+LARGE = 1e15      # from here a number is written in e-notation: 1.5e+308, not 309 digits
+
+
+def figure(v: float, decimals: int = 3, grouped: bool = True) -> str:
+    """A measurement as text, the same in `rla runs`, History and the reports: `decimals`
+    decimals, digits grouped from 1,000 (`grouped`), three significant digits from LARGE on —
+    also for an integer no float can hold (10**400: "1e+400"); "?" for one that is not finite."""
+    if isinstance(v, int) and not isinstance(v, bool) and abs(v) >= LARGE:
+        mantissa, _, exponent = f"{Decimal(v):.2e}".partition("e")     # Decimal: no float, no 4,300-digit limit
+        return f"{mantissa.rstrip('0').rstrip('.')}e{exponent}"
+    if not math.isfinite(v):
+        return "?"
+    if abs(v) >= LARGE:
+        return f"{v:.3g}"
+    return f"{v:,.0f}" if grouped and abs(v) >= 1000 else f"{v:.{decimals}f}"
+
+
+def local_time(t: Any, fmt: str = "%Y-%m-%d %H:%M") -> str:
+    """A stored time as local clock text; "" for none, "?" for one no clock shows (a hand-edited 1e308, inf)."""
+    if not isinstance(t, (int, float)) or isinstance(t, bool):
+        return ""
+    try:
+        return time.strftime(fmt, time.localtime(t))
+    except (OverflowError, OSError, ValueError):
+        return "?"
 
 
 def _time(run: Mapping[str, Any], key: str) -> float | None:

@@ -38,11 +38,13 @@ class ConsoleController(QtCore.QObject):
     database_opened = QtCore.Signal(object)      # Path
     database_refused = QtCore.Signal(object, str)  # Path, why it cannot be opened (the old one stays open)
     run_opened = QtCore.Signal(str)
-    history_changed = QtCore.Signal(list)        # one summary row per run (SUMMARY_KEYS)
+    # rows travel as Python objects (`object`): a `list` signal copies them into Qt variants, and a
+    # value no 64-bit integer holds (a hand-edited 10**400) stopped every refresh with an OverflowError
+    history_changed = QtCore.Signal(object)      # one summary row per run (SUMMARY_KEYS)
     search_matched = QtCore.Signal(str, object)  # the query, the set of run ids whose text matches it
-    clone_ready = QtCore.Signal(dict, str)       # a past run's config and preset, for the form
-    comparison_ready = QtCore.Signal(list)       # [(run row with "config", RunData), …]
-    group_comparison_ready = QtCore.Signal(str, list)   # grouping column id, [(label, [(row, RunData), …]), …]
+    clone_ready = QtCore.Signal(object, str)     # a past run's config and preset, for the form
+    comparison_ready = QtCore.Signal(object)     # [(run row with "config", RunData), …]
+    group_comparison_ready = QtCore.Signal(str, object)   # grouping column id, [(label, [(row, RunData), …]), …]
     column_choices_ready = QtCore.Signal(list, list)    # the database's configuration fields, metric keys
 
     def __init__(self, db_path: Path, parent: QtCore.QObject | None = None):

@@ -37,7 +37,7 @@ class RunSession(QtCore.QObject):
     cleared = QtCore.Signal()                 # a different run was opened, or it was rewound; data is empty
     run_changed = QtCore.Signal(dict)         # the run row, as often as it is read
     metrics_added = QtCore.Signal(dict)       # key -> (iterations, values, t), already in data
-    events_added = QtCore.Signal(list)
+    events_added = QtCore.Signal(object)      # a list (not Signal(list): Qt variants overflow on a 10**400 payload)
     pool_changed = QtCore.Signal(list)        # active and pending task rows
     failed = QtCore.Signal(str, str)          # run id, message with the log's tail
     trouble = QtCore.Signal(str)              # watching the run failed (the database went away…): one line

@@ -4,6 +4,8 @@ from __future__ import annotations
 import pyqtgraph as pg
 from PySide6 import QtCore, QtWidgets
 
+from .widgets import finite_range
+
 
 def is_dark() -> bool:
     app = QtWidgets.QApplication.instance()
@@ -14,3 +16,4 @@ def apply_plot_theme() -> None:
     dark = is_dark()
     pg.setConfigOptions(background="#1e1e1e" if dark else "w", foreground="#dddddd" if dark else "#333333",
                         antialias=False)
+    finite_range.install()      # values near the largest float: no "Cannot set range [-inf, inf]"

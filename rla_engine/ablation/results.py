@@ -9,12 +9,12 @@ deviation is the sample one (n − 1): three seeds estimate a spread, they are n
 from __future__ import annotations
 
 import json
-import math
-import statistics
 from dataclasses import dataclass, field
 
 from .. import metrics
+from ..spread import Spread, mean_std
 from ..store import Store
+from ..summary import figure
 from ..vocabulary import Status
 from .arms import DIAGNOSTIC_ARMS, PlannedRun
 
@@ -49,20 +49,28 @@ class ArmResult:
     def values(self, key: str) -> list[float]:
         return [v for r in self.runs.values() if (v := r.get(key)) is not None]
 
-    def mean_std(self, key: str) -> tuple[float | None, float | None]:
-        vals = self.values(key)
-        if not vals:
-            return None, None
-        return statistics.fmean(vals), statistics.stdev(vals) if len(vals) > 1 else None
+    def mean_std(self, key: str) -> Spread:
+        return mean_std(self.values(key))
 
 
 def run_values(store: Store, run_id: str) -> dict[str, float | None]:
     out: dict[str, float | None] = {}
     for key, n in _LAST_N.items():
         vals = store.series(run_id, key)[1][-n:]
-        out[key] = statistics.fmean(vals) if vals else None
-    out["wall_s"] = math.fsum(r["wall_s"] or 0.0 for r in store.iterations(run_id))
+        out[key] = mean_std(vals).mean        # None where no float holds it (an imported 1e308s' sum)
+    out["wall_s"] = _total([r["wall_s"] or 0.0 for r in store.iterations(run_id)])
     return out
+
+
+def _total(values: list) -> float | None:
+    """Their sum, never an exception (a hand-edited row's 1e308s sum to inf, shown as "?")."""
+    mean = mean_std(values).mean
+    return None if mean is None else mean * len(values)
+
+
+def _pair(spread: Spread) -> list[float | None]:
+    """A spread as the results' JSON keeps it: [mean, std]."""
+    return [spread.mean, spread.std]
 
 
 def collect(store: Store, runs: list[PlannedRun]) -> list[ArmResult]:
@@ -79,20 +87,20 @@ def collect(store: Store, runs: list[PlannedRun]) -> list[ArmResult]:
     return list(by_arm.values())
 
 
-def _cell(mean: float | None, std: float | None, key: str) -> str:
-    if mean is None:
+def _cell(spread: Spread, key: str) -> str:
+    if not spread.n:
         return "–"
     if key in (metrics.ENV_STEPS, "wall_s"):
-        digits = 0 if key == metrics.ENV_STEPS or mean >= 100 else 1
-        return f"{mean:,.{digits}f}" + (f" ± {std:,.{digits}f}" if std is not None else "")
-    return f"{mean:.3f}" + (f" ± {std:.3f}" if std is not None else "")
+        digits = 0 if key == metrics.ENV_STEPS or (spread.mean or 0.0) >= 100 else 1
+        return spread.text(lambda v: figure(v, digits))
+    return spread.text(lambda v: figure(v, 3, grouped=False))
 
 
 def markdown(results: list[ArmResult], title: str) -> str:
     head = ["arm", "seeds", *(name for name, _ in COLUMNS)]
     lines = [f"### {title}", "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for res in results:
-        cells = [_cell(*res.mean_std(key), key) for _, key in COLUMNS]
+        cells = [_cell(res.mean_std(key), key) for _, key in COLUMNS]
         name = f"{res.arm} (diagnostic)" if res.arm in DIAGNOSTIC_ARMS else res.arm
         lines.append(f"| {name} | {len(res.runs)} | " + " | ".join(cells) + " |")
     notes = [u for res in results for u in res.unfinished]
@@ -103,5 +111,5 @@ def markdown(results: list[ArmResult], title: str) -> str:
 
 def as_json(results: list[ArmResult], meta: dict) -> str:
     return json.dumps({**meta, "arms": {r.arm: {"runs": {str(s): v for s, v in r.runs.items()},
-                                                "mean_std": {k: r.mean_std(k) for _, k in COLUMNS},
+                                                "mean_std": {k: _pair(r.mean_std(k)) for _, k in COLUMNS},
                                                 "unfinished": r.unfinished} for r in results}}, indent=2)

@@ -4,7 +4,6 @@ values, and a side-by-side config table with the differing fields highlighted. I
 tab beside the live dashboard."""
 from __future__ import annotations
 
-import html
 import json
 import math
 
@@ -13,10 +12,12 @@ import pyqtgraph as pg
 from PySide6 import QtCore, QtGui, QtWidgets
 
 from rla_engine import metrics
-from rla_engine.summary import HEADLINE_ROWS, best_value, config_differences, final_value, run_duration, settings
+from rla_engine.summary import (HEADLINE_ROWS, LARGE, best_value, config_differences, figure, final_value,
+                                run_duration, settings)
 from rla_engine.text import printable
 from rla_engine.vocabulary import LIVE
 
+from ..guard import guarded
 from ..panel_spec import LOSSES, PALETTE, PANELS, Panel, chart_title, short
 from ..run_data import X_AXES, RunData
 from ..widgets.chart_export import add_chart_export
@@ -66,14 +67,14 @@ def summary_text(v: float | int | None) -> str:
     grouped where it is large, as decimals would be noise there)."""
     if v is None:
         return ""
-    if isinstance(v, int):
+    if isinstance(v, int) and abs(v) < LARGE:
         return f"{v:,}"
-    return f"{v:,.0f}" if abs(v) >= 1000 else f"{v:.3f}"
+    return figure(v)       # 1.5e+308, not 309 digits
 
 
 def _legend(run: dict) -> str:
-    """A run's name for a legend, which pyqtgraph renders as HTML: shown verbatim."""
-    return html.escape(printable(run["name"]))
+    """A run's name for a legend (the legend escapes it: shown verbatim)."""
+    return printable(run["name"])
 
 
 class ComparePlot(pg.PlotWidget):
@@ -280,6 +281,7 @@ class ComparisonPanel(QtWidgets.QWidget):
                 self.config_table.setItem(row, col, item)
         self.config_table.resizeColumnsToContents()
 
+    @guarded()
     def _fill_summary(self) -> None:
         sums = [summarise(data, run) for run, data in self.runs]
         keys = list(dict.fromkeys(k for s in sums for k in s))

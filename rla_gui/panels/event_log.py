@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import time
 from collections.abc import Callable
 
 from PySide6.QtCore import QModelIndex, Qt, Signal
@@ -18,9 +17,12 @@ from PySide6.QtGui import QColor, QFont, QFontMetrics
 from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QTableView, QVBoxLayout, QWidget
 
 from rla_engine.alerts import ALERTS, RAISED, RUN_ENDED, describe
+from rla_engine.summary import local_time
+from rla_engine.text import printable
 from rla_engine.vocabulary import CommandKind, CommandOutcome, CommandResult, EventKind
 
 from ..widgets.list_model import ListTableModel
+from ..widgets.plain_text import auto_text
 
 from typing import TYPE_CHECKING
 
@@ -135,13 +137,13 @@ def summarize(event: dict) -> str:
         payload = {}
     fn = SUMMARIES.get(str(event.get("kind")))
     if fn is not None:
-        with contextlib.suppress(KeyError, TypeError, ValueError):   # an odd payload falls back to its JSON
+        with contextlib.suppress(KeyError, TypeError, ValueError, OverflowError):   # an odd payload: its JSON
             return fn(payload)
     return json.dumps(payload, default=str)[:160]
 
 
 def clock(t) -> str:
-    return time.strftime("%H:%M:%S", time.localtime(t)) if isinstance(t, (int, float)) else ""
+    return local_time(t, "%H:%M:%S")
 
 
 class EventTableModel(ListTableModel):
@@ -170,18 +172,23 @@ class EventTableModel(ListTableModel):
             font = QFont()
             font.setBold(True)
             return font
-        if role == Qt.ItemDataRole.ToolTipRole and index.column() == 3 and kind == E.ALERT:
-            return cells[3]      # the sentence, whole (the column cuts it)
         if role == Qt.ItemDataRole.ToolTipRole and index.column() == 3:
-            text = json.dumps(event.get("payload"), indent=1, default=str)
-            return text if len(text) <= TOOLTIP_CHARS else text[:TOOLTIP_CHARS] + "…"
+            return auto_text(self._tooltip(event, cells))    # stored text, shown as written
         if role == Qt.ItemDataRole.TextAlignmentRole and index.column() == 0:
             return int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
         return None
 
+    @staticmethod
+    def _tooltip(event: dict, cells: tuple) -> str:
+        if event.get("kind") == E.ALERT:
+            return cells[3]      # the sentence, whole (the column cuts it)
+        text = json.dumps(event.get("payload"), indent=1, default=str)
+        return text if len(text) <= TOOLTIP_CHARS else text[:TOOLTIP_CHARS] + "…"
+
     def append(self, events: list[dict]) -> int:
         """Add the displayable events; drop the oldest beyond max_rows. Returns rows dropped."""
-        new = [(e, (str(e.get("iteration", "")), clock(e.get("t")), str(e.get("kind", "")), summarize(e)))
+        new = [(e, (printable(e.get("iteration", "")), clock(e.get("t")), printable(e.get("kind", "")),
+                    printable(summarize(e))))
                for e in events if e.get("kind") not in SKIPPED]
         new = new[-self.max_rows:]
         if not new:

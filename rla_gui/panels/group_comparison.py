@@ -5,14 +5,13 @@ std of the headline values; the runs of each group. It opens as a tab beside the
 like them, follows its runs while one is live."""
 from __future__ import annotations
 
-import html
-
 import pyqtgraph as pg
 from PySide6 import QtCore, QtGui, QtWidgets
 
 from rla_engine.text import counted, printable
 from rla_engine.vocabulary import LIVE
 
+from ..guard import guarded
 from ..panel_spec import LOSSES, PALETTE, PANELS, Panel
 from ..run_data import X_AXES, RunData
 from ..widgets.mean_band import MeanBandCurve
@@ -69,8 +68,8 @@ class GroupPlot(pg.PlotWidget):
 
 
 def legend_label(label: str, runs: Runs) -> str:
-    """A group's legend entry (pyqtgraph renders it as HTML: shown verbatim)."""
-    return html.escape(printable(f"{label} ({counted(len(runs), 'run')})"))
+    """A group's legend entry (the legend escapes it: shown verbatim)."""
+    return printable(f"{label} ({counted(len(runs), 'run')})")
 
 
 class GroupComparisonPanel(QtWidgets.QWidget):
@@ -154,6 +153,7 @@ class GroupComparisonPanel(QtWidgets.QWidget):
         if self.x_axis_box.findText(x_axis) >= 0:
             self.x_axis_box.setCurrentText(x_axis)
 
+    @guarded()
     def _fill_summary(self) -> None:
         """Per group: its number of runs, then the mean ± std of each of the comparison's summary values."""
         sums = [[summarise(data, run) for run, data in runs] for _, runs in self.groups]
@@ -167,9 +167,11 @@ class GroupComparisonPanel(QtWidgets.QWidget):
             header = table.horizontalHeaderItem(col)
             if header is not None:
                 header.setForeground(QtGui.QBrush(QtGui.QColor(group_colour(col))))
-            cells = [str(len(group)), *(mean_std_text(*mean_std(s.get(k) for s in group)) for k in keys)]
-            for row, text in enumerate(cells):
+            spreads = [mean_std(s.get(k) for s in group) for k in keys]
+            cells = [(str(len(group)), ""), *((mean_std_text(s), s.problem) for s in spreads)]
+            for row, (text, problem) in enumerate(cells):
                 item = QtWidgets.QTableWidgetItem(text)
+                item.setToolTip(problem)      # why a figure is "?" (plain words, no markup)
                 item.setTextAlignment(QtCore.Qt.AlignmentFlag.AlignRight | QtCore.Qt.AlignmentFlag.AlignVCenter)
                 table.setItem(row, col, item)
         table.resizeColumnsToContents()

@@ -10,6 +10,7 @@ from typing import cast
 
 from PySide6 import QtCore, QtGui, QtWidgets
 
+from ..guard import guarded
 from ..widgets.column_chooser import ColumnChooser, choices
 from ..widgets.run_columns import FIELD, FIXED, RUN, RUN_COLUMNS, Column, parse
 from .run_groups import GroupTree, GroupTreeModel
@@ -126,6 +127,7 @@ class HistoryPanel(QtWidgets.QWidget):
             view.selectionModel().selectionChanged.connect(lambda *_: self._show_notes())
         self._fill_group_box()
 
+    @guarded()
     def set_runs(self, rows: list[dict]) -> None:
         """New rows from the database; the selection follows its runs, not its row numbers."""
         selected = self.selected_ids()
@@ -284,6 +286,7 @@ class HistoryPanel(QtWidgets.QWidget):
         if self._settings is not None:
             self._settings.setValue(f"{self._db_key}/{name}", value)
 
+    @guarded()
     def _regroup(self) -> None:
         """Rebuild the tree from the current rows, filter and sort, keeping what was collapsed and
         selected (by group and run, not by row number)."""

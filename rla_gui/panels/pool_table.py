@@ -15,8 +15,10 @@ from PySide6.QtGui import QFont, QFontMetrics
 from PySide6.QtWidgets import (QAbstractItemView, QHeaderView, QLabel, QStyle, QStyleOptionHeader, QTableView,
                                QVBoxLayout, QWidget)
 
+from rla_engine.text import as_html
 from rla_engine.vocabulary import TaskStatus
 
+from ..guard import guarded
 from ..widgets.list_model import ListTableModel
 
 from typing import TYPE_CHECKING
@@ -42,7 +44,14 @@ _MISSING = float("-inf")     # sorts empty numeric cells together, below every r
 
 
 def _num(v) -> float | None:
-    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) else None
+    """A finite number, else None (also an integer no float holds: a hand-edited 10**400)."""
+    if not isinstance(v, (int, float)) or isinstance(v, bool):
+        return None
+    try:
+        x = float(v)
+    except OverflowError:
+        return None
+    return x if math.isfinite(x) else None
 
 
 def _fmt(v, digits: int = 2) -> str:
@@ -77,14 +86,16 @@ class PoolTableModel(ListTableModel):
     def line(self, row: int) -> dict:
         return self.items[row]
 
+    @guarded()
     def headerData(self, section, orientation, role=Qt.ItemDataRole.DisplayRole):
         if orientation == Qt.Orientation.Horizontal and role == Qt.ItemDataRole.ToolTipRole:
-            return HEADER_TIPS[section]
+            return HEADER_TIPS[section] if 0 <= section < len(HEADER_TIPS) else None
         return super().headerData(section, orientation, role)
 
     def families(self) -> list[str]:
         return sorted({line["family"] or "" for line in self.items})
 
+    @guarded()
     def data(self, index, role=Qt.ItemDataRole.DisplayRole):
         if not index.isValid():
             return None
@@ -127,11 +138,14 @@ class PoolTableModel(ListTableModel):
 
     @staticmethod
     def _params_tip(params_json: str) -> str:
+        """The task's parameters, verbatim (a tooltip guesses markup: `<img …>` in a parameter is text)."""
         try:
-            return json.dumps(json.loads(params_json), indent=1)
+            text = json.dumps(json.loads(params_json), indent=1)
         except (TypeError, ValueError):
-            return str(params_json)
+            text = str(params_json)
+        return as_html(text)
 
+    @guarded()
     def set_rows(self, rows: list[dict]) -> None:
         new = pool_lines(rows)
         if [row["slot"] for row in new] == [row["slot"] for row in self.items]:
@@ -140,16 +154,18 @@ class PoolTableModel(ListTableModel):
                 self.dataChanged.emit(self.index(0, 0), self.index(len(new) - 1, len(COLUMNS) - 1))
             return
         self.layoutAboutToBeChanged.emit()
-        old_slots = [row["slot"] for row in self.items]
-        row_of = {row["slot"]: i for i, row in enumerate(new)}
-        olds = self.persistentIndexList()
-        targets = [row_of.get(old_slots[i.row()]) if 0 <= i.row() < len(old_slots) else None for i in olds]
-        self.items = new
-        # indexes follow their slot to its new row (built after the swap: index() checks the
-        # new row count); a slot that left takes its indexes with it
-        self.changePersistentIndexList(olds, [QModelIndex() if r is None else self.index(r, i.column())
-                                              for i, r in zip(olds, targets)])
-        self.layoutChanged.emit()
+        try:       # a layout change that began ends (guard.resetting's rule)
+            old_slots = [row["slot"] for row in self.items]
+            row_of = {row["slot"]: i for i, row in enumerate(new)}
+            olds = self.persistentIndexList()
+            targets = [row_of.get(old_slots[i.row()]) if 0 <= i.row() < len(old_slots) else None for i in olds]
+            self.items = new
+            # indexes follow their slot to its new row (built after the swap: index() checks the
+            # new row count); a slot that left takes its indexes with it
+            self.changePersistentIndexList(olds, [QModelIndex() if r is None else self.index(r, i.column())
+                                                  for i, r in zip(olds, targets)])
+        finally:
+            self.layoutChanged.emit()
 
 
 class SortedOnlyHeader(QHeaderView):

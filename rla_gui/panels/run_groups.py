@@ -8,8 +8,10 @@ from typing import Any
 
 from PySide6 import QtCore, QtGui, QtWidgets
 
+from rla_engine.spread import Spread
 from rla_engine.text import counted
 
+from ..guard import guarded, resetting
 from ..widgets.run_columns import Column, Group, group_rows, mean_std_text, missing, ordered
 from .runs_model import cell, fill_roles
 
@@ -18,6 +20,8 @@ TOP = 0          # internal id of a group's index; a run's is its group's row + 
 # the roles a row answers (a view asks a dozen per cell and paint; each question is a call into Python)
 ROLES = frozenset({Role.DisplayRole, Role.UserRole, Role.ToolTipRole, Role.ForegroundRole, Role.TextAlignmentRole,
                    Role.FontRole})
+STATS_TIP = "mean ± sample standard deviation over the group's runs"
+NOWHERE = QtCore.QModelIndex()
 
 
 class GroupTreeModel(QtCore.QAbstractItemModel):
@@ -26,13 +30,19 @@ class GroupTreeModel(QtCore.QAbstractItemModel):
         self.columns: list[Column] = []
         self.groups: list[Group] = []
         self.by: Column | None = None
-        self._stats: list[dict[int, str] | None] = []
+        self._stats: list[dict[int, Spread] | None] = []
 
+    @guarded()
     def rebuild(self, rows: list[dict], columns: list[Column], by: Column, sort: int, descending: bool) -> None:
         """Group `rows` (already filtered) by `by`, sorted by column `sort`; a model reset (the
-        history restores what was expanded and selected)."""
-        self.beginResetModel()
-        self.columns, self.by = columns, by
+        history restores what was expanded and selected). The groups are made before the reset
+        begins: should that fail, the tree keeps the groups it had."""
+        groups = self._grouped(rows, columns, by, sort, descending)
+        with resetting(self):
+            self.columns, self.by, self.groups = columns, by, groups
+            self._stats = [None] * len(groups)
+
+    def _grouped(self, rows: list[dict], columns: list[Column], by: Column, sort: int, descending: bool) -> list[Group]:
         groups = group_rows(rows, by)
         if 0 <= sort < len(columns):
             column = columns[sort]
@@ -42,18 +52,16 @@ class GroupTreeModel(QtCore.QAbstractItemModel):
                 groups = ordered(groups, lambda g: self._group_value(g, column), descending)
             elif descending:
                 groups = ordered(groups, lambda g: g.value, True)
-        self.groups = groups
-        self._stats = [None] * len(groups)
-        self.endResetModel()
+        return groups
 
     @staticmethod
     def _group_value(group: Group, column: Column) -> Any:
         if column.is_metric:
-            mean, _ = group.stats(column)
-            return mean
+            return group.stats(column).mean
         return next((v for v in map(column.value, group.members) if not missing(v)), None)
 
     # -- the tree ---------------------------------------------------------------------------
+    @guarded(NOWHERE)
     def index(self, row: int, column: int, parent=QtCore.QModelIndex()) -> QtCore.QModelIndex:
         # the bounds checked here, not by hasIndex: that asks rowCount and columnCount back through Python
         if parent.isValid():
@@ -66,11 +74,13 @@ class GroupTreeModel(QtCore.QAbstractItemModel):
             return QtCore.QModelIndex()
         return self.createIndex(row, column, of)
 
+    @guarded(NOWHERE)
     def parent(self, index=QtCore.QModelIndex()) -> QtCore.QModelIndex:  # type: ignore[override]
         if not index.isValid() or index.internalId() == TOP:
             return QtCore.QModelIndex()
         return self.createIndex(int(index.internalId()) - 1, 0, TOP)
 
+    @guarded(0)
     def rowCount(self, parent=QtCore.QModelIndex()) -> int:
         if not parent.isValid():
             return len(self.groups)
@@ -78,11 +88,14 @@ class GroupTreeModel(QtCore.QAbstractItemModel):
             return len(self.groups[parent.row()].members)
         return 0
 
+    @guarded(0)
     def columnCount(self, parent=QtCore.QModelIndex()) -> int:
         return len(self.columns)
 
+    @guarded()
     def headerData(self, section, orientation, role=Role.DisplayRole):
-        if role == Role.DisplayRole and orientation == QtCore.Qt.Orientation.Horizontal:
+        if role == Role.DisplayRole and orientation == QtCore.Qt.Orientation.Horizontal \
+                and 0 <= section < len(self.columns):
             return self.columns[section].title
         return None
 
@@ -95,6 +108,7 @@ class GroupTreeModel(QtCore.QAbstractItemModel):
             return None
         return self.groups[int(index.internalId()) - 1].members[index.row()]
 
+    @guarded()
     def data(self, index, role=Role.DisplayRole):
         if role not in ROLES:
             return None
@@ -105,15 +119,17 @@ class GroupTreeModel(QtCore.QAbstractItemModel):
         if role == Role.DisplayRole:
             if index.column() == 0:
                 return f"{group.label}   ({counted(len(group.members), 'run')})"
-            return self.stats(index.row()).get(index.column(), "")
+            spread = self.stats(index.row()).get(index.column())
+            return "" if spread is None else mean_std_text(spread)
         if role == Role.FontRole:
             font = QtGui.QFont()
             font.setBold(True)
             return font
-        if role == Role.ToolTipRole and index.column() in self.stats(index.row()):
-            return "mean ± sample standard deviation over the group's runs"
+        if role == Role.ToolTipRole and (spread := self.stats(index.row()).get(index.column())) is not None:
+            return spread.problem or STATS_TIP      # plain words, no markup: never taken for rich text
         return None
 
+    @guarded()
     def multiData(self, index, roles) -> None:
         """All roles of a cell in one call (see history.fill_roles); a group's row asks `data`."""
         of = index.internalId()
@@ -127,14 +143,13 @@ class GroupTreeModel(QtCore.QAbstractItemModel):
             else:
                 wanted.setData(value)
 
-    def stats(self, row: int) -> dict[int, str]:
-        """A group's "mean ± std" per metric column, computed when first shown (most groups of a
+    def stats(self, row: int) -> dict[int, Spread]:
+        """A group's mean ± std per metric column, computed when first shown (most groups of a
         long history are scrolled away)."""
         stats = self._stats[row]
         if stats is None:
             group = self.groups[row]
-            stats = self._stats[row] = {i: mean_std_text(*group.stats(c)) for i, c in enumerate(self.columns)
-                                        if c.is_metric}
+            stats = self._stats[row] = {i: group.stats(c) for i, c in enumerate(self.columns) if c.is_metric}
         return stats
 
     # -- finding rows again after a rebuild -------------------------------------------------------

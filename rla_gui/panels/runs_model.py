@@ -3,15 +3,17 @@ sorted by the model itself, and the filter box's proxy (text, notes and tags, co
 from __future__ import annotations
 
 import math
-import time
 from typing import cast
 
 from PySide6 import QtCore, QtGui
 
+from rla_engine.summary import LARGE, figure, local_time
 from rla_engine.text import as_html, shown
 from rla_engine.vocabulary import DAMAGED, Status
 
-from ..widgets.run_columns import FIELD, FIXED, Column, Condition, number, ordered, parse_filter, value_text
+from ..guard import guarded, resetting
+from ..widgets.run_columns import (FIELD, FIXED, Column, Condition, missing, number, ordered, parse_filter,
+                                   value_text)
 
 COLUMNS = [(c.title, c.key) for c in FIXED]       # (header, field of the summary row): the fixed columns
 STATUS_COLOURS = {Status.RUNNING: "#2ca02c", Status.PAUSED: "#ff7f0e", Status.CRASHED: "#d62728",
@@ -20,11 +22,14 @@ Role = QtCore.Qt.ItemDataRole
 RIGHT = QtCore.Qt.AlignmentFlag.AlignRight | QtCore.Qt.AlignmentFlag.AlignVCenter
 # the roles a cell answers: a view asks a dozen per cell and paint, and each question is a call into Python
 ROLES = frozenset({Role.DisplayRole, Role.UserRole, Role.ToolTipRole, Role.ForegroundRole, Role.TextAlignmentRole})
+INT64 = 2 ** 63         # a Python int from here on does not fit the 64-bit integer a Qt variant holds
 
 
 def duration_text(seconds: float | None) -> str:
     if seconds is None:
         return ""
+    if not math.isfinite(seconds) or abs(seconds) >= LARGE:
+        return "?"      # a hand-edited time: no clock reads it
     m, s = divmod(int(seconds), 60)
     h, m = divmod(m, 60)
     return f"{h}:{m:02d}:{s:02d}" if h else f"{m}:{s:02d}"
@@ -42,8 +47,7 @@ def cell(row: dict, column: Column, role: int):
         return None
     value = column.value(row)
     if role == Role.UserRole:      # a sort value: numbers as numbers (the model sorts by `ordered`)
-        unknown = value is None or (isinstance(value, float) and math.isnan(value))   # NaN: unreadable
-        return float("-inf") if unknown else value
+        return _sort_value(value)
     if role == Role.ToolTipRole:
         # as HTML that shows the text verbatim: Qt would take a note like "<b>…" for markup
         tip = "\n".join(filter(None, [_damage_text(row), row.get("error"), row.get("notes")]))
@@ -60,12 +64,23 @@ def cell(row: dict, column: Column, role: int):
     if field in (row.get("damaged") or {}):     # a hand-edited row (see rla_engine/store/reads.py)
         return shown(row, field)
     if field == "started_at":
-        return time.strftime("%Y-%m-%d %H:%M", time.localtime(value)) if value else ""
+        return local_time(value) if value else ""
     if field == "duration":
         return duration_text(value)
     if isinstance(value, float):
-        return f"{value:.3f}" if math.isfinite(value) else "?"
+        return figure(value, grouped=False)      # 1.5e+308, not 309 digits; "?" for inf and NaN
     return shown(row, field)          # names, presets, ids: control characters escaped
+
+
+def _sort_value(value):
+    """A cell's value as a Qt variant holds it: an unreadable one (None, NaN) lowest, an integer
+    too large for 64 bits (a hand-edited 10**400) as a float, or ±inf where no float holds it."""
+    if missing(value):
+        return float("-inf")
+    if type(value) is int and not -INT64 <= value < INT64:
+        n = number(value)
+        return n if n is not None else math.inf if value > 0 else -math.inf
+    return value
 
 
 def fill_roles(roles, row: dict, column: Column) -> None:
@@ -90,13 +105,14 @@ class RunsModel(QtCore.QAbstractTableModel):
         self.columns: list[Column] = list(FIXED)
         self.sort_column, self.descending = -1, False     # the order rows came in until sorted
 
+    @guarded()
     def set_columns(self, columns: list[Column]) -> None:
-        self.beginResetModel()
-        self.columns = columns
-        if self.sort_column >= len(columns):
-            self.sort_column = -1
-        self.endResetModel()
+        with resetting(self):
+            self.columns = columns
+            if self.sort_column >= len(columns):
+                self.sort_column = -1
 
+    @guarded()
     def set_rows(self, rows: list[dict]) -> None:
         rows = self._ordered(rows)
         ids, old = [r["id"] for r in rows], [r["id"] for r in self.rows]
@@ -106,10 +122,10 @@ class RunsModel(QtCore.QAbstractTableModel):
         elif sorted(ids) == sorted(old):     # the same runs in a new order: the selection follows them
             self._relayout(rows)
         else:     # rows came or went: a reset (the panel re-selects by run id)
-            self.beginResetModel()
-            self.rows = rows
-            self.endResetModel()
+            with resetting(self):
+                self.rows = rows
 
+    @guarded()
     def sort(self, column: int, order=QtCore.Qt.SortOrder.AscendingOrder) -> None:
         descending = order == QtCore.Qt.SortOrder.DescendingOrder
         if (column, descending) == (self.sort_column, self.descending):
@@ -124,29 +140,37 @@ class RunsModel(QtCore.QAbstractTableModel):
 
     def _relayout(self, rows: list[dict]) -> None:
         self.layoutAboutToBeChanged.emit()
-        old = self.persistentIndexList()
-        ids = [self.rows[i.row()]["id"] for i in old]
-        self.rows = rows
-        where = {r["id"]: n for n, r in enumerate(rows)}
-        gone = QtCore.QModelIndex()
-        self.changePersistentIndexList(old, [self.index(where[rid], i.column()) if rid in where else gone
-                                             for rid, i in zip(ids, old)])
-        self.layoutChanged.emit()
+        try:       # a layout change that began ends, as a reset does (guard.resetting)
+            old = self.persistentIndexList()
+            ids = [self.rows[i.row()]["id"] for i in old]
+            self.rows = rows
+            where = {r["id"]: n for n, r in enumerate(rows)}
+            gone = QtCore.QModelIndex()
+            self.changePersistentIndexList(old, [self.index(where[rid], i.column()) if rid in where else gone
+                                                 for rid, i in zip(ids, old)])
+        finally:
+            self.layoutChanged.emit()
 
+    @guarded(0)
     def rowCount(self, parent=QtCore.QModelIndex()) -> int:
         return 0 if parent.isValid() else len(self.rows)
 
+    @guarded(0)
     def columnCount(self, parent=QtCore.QModelIndex()) -> int:
         return len(self.columns)
 
+    @guarded()
     def headerData(self, section, orientation, role=Role.DisplayRole):
-        if role == Role.DisplayRole and orientation == QtCore.Qt.Orientation.Horizontal:
+        if role == Role.DisplayRole and orientation == QtCore.Qt.Orientation.Horizontal \
+                and 0 <= section < len(self.columns):
             return self.columns[section].title
         return None
 
+    @guarded()
     def data(self, index, role=Role.DisplayRole):
         return cell(self.rows[index.row()], self.columns[index.column()], role)
 
+    @guarded()
     def multiData(self, index, roles) -> None:
         fill_roles(roles, self.rows[index.row()], self.columns[index.column()])
 
@@ -175,6 +199,7 @@ class RunsFilter(QtCore.QSortFilterProxyModel):
         else:
             self.invalidateFilter()
 
+    @guarded()
     def set_text(self, text: str) -> None:
         words, conditions = parse_filter(text, self._columns())
         self._change(raw=text, text=words.strip().lower(), conditions=conditions)
@@ -186,6 +211,7 @@ class RunsFilter(QtCore.QSortFilterProxyModel):
     def set_extra_ids(self, ids: set[str]) -> None:
         self._change(extra_ids=ids)
 
+    @guarded()
     def sort(self, column: int, order=QtCore.Qt.SortOrder.AscendingOrder) -> None:
         cast(RunsModel, self.sourceModel()).sort(column, order)
 
@@ -203,5 +229,6 @@ class RunsFilter(QtCore.QSortFilterProxyModel):
                         *chosen]).lower()
         return self.text in hay
 
+    @guarded(True)      # a row whose test fails is shown, not hidden
     def filterAcceptsRow(self, row: int, parent) -> bool:
         return self.accepts(cast(RunsModel, self.sourceModel()).rows[row])

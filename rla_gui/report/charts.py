@@ -30,6 +30,7 @@ from rla_engine.vocabulary import VARIANT_KINDS, EventKind, TaskStatus
 from ..panel_spec import (AGREEMENT, BALANCE, DIFFICULTY, LOSSES, MARKER_COLOURS, MARKER_KINDS, PALETTE, POLICY,
                           TIER_COLOURS, Panel, chart_title, short)
 from ..run_data import ema
+from ..widgets import finite_range
 
 MAX_POINTS = 2000          # per drawn line: min/max per bin keeps 100,000 rows to ~2000 vertices
 MAX_MARKERS = 300          # more vertical lines than this are a grey wall, not information
@@ -75,6 +76,7 @@ _app = None
 def ensure_app() -> QtWidgets.QApplication:
     """pyqtgraph items need a QApplication; a console that exports in-process already has one."""
     global _app
+    finite_range.install()      # values near the largest float: no "Cannot set range [-inf, inf]"
     app = QtWidgets.QApplication.instance()
     if app is None:
         app = _app = QtWidgets.QApplication(["rla-report"])

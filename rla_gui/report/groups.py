@@ -8,7 +8,7 @@ curve and its ± one standard deviation band (the ablation figures' look, in the
 """
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 import numpy as np
@@ -84,17 +84,21 @@ def group_label(i: int, label: str) -> str:
     return f'<span style="color:{charts.run_colour(i)}">■</span>&nbsp;{esc(label)}'
 
 
+def stat_cell(values: Iterable) -> str:
+    """A group's "mean ± std"; a "?" says why on hover (the values overflow a float, one is infinite)."""
+    spread = mean_std(values)
+    text = esc(mean_std_text(spread))
+    return f'<span title="{esc(spread.problem)}">{text}</span>' if spread.problem else text
+
+
 def summary_table(groups: Groups) -> str:
     head = [""] + [group_label(i, label) for i, (label, _) in enumerate(groups)]
     rows = [[esc("runs")] + [num(len(facts)) for _, facts in groups]]
     for label, key, has_best in HEADLINE_ROWS:
-        rows.append([esc(f"{label} — final")] + [esc(mean_std_text(*mean_std(f.final(key) for f in facts)))
-                                                 for _, facts in groups])
+        rows.append([esc(f"{label} — final")] + [stat_cell(f.final(key) for f in facts) for _, facts in groups])
         if has_best:
-            rows.append([esc(f"{label} — best")] + [esc(mean_std_text(*mean_std(f.best(key)[0] for f in facts)))
-                                                    for _, facts in groups])
-    rows.append([esc("environment steps")] + [esc(mean_std_text(*mean_std(f.env_steps() for f in facts)))
-                                              for _, facts in groups])
+            rows.append([esc(f"{label} — best")] + [stat_cell(f.best(key)[0] for f in facts) for _, facts in groups])
+    rows.append([esc("environment steps")] + [stat_cell(f.env_steps() for f in facts) for _, facts in groups])
     return table(head, rows, "summary", numeric=tuple(range(1, len(head))))
 
 

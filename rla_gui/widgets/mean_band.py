@@ -19,8 +19,14 @@ def mean_curve(runs: list[tuple[np.ndarray, np.ndarray]], grid: np.ndarray
     stack = np.vstack(ys)
     reached = np.all(np.isfinite(stack), axis=0)
     stack = stack[:, reached]
-    std = stack.std(0, ddof=1) if len(ys) > 1 else np.zeros(stack.shape[1])
-    return grid[reached], stack.mean(0), std
+    # scaled by a power of two (exact) so that values near the largest float (an imported 1.5e308)
+    # have a mean; a spread beyond what a float holds is cut where the band would leave the floats
+    exponent = int(np.frexp(np.max(np.abs(stack)))[1]) if stack.size else 0
+    scaled = np.ldexp(stack, -exponent)
+    with np.errstate(over="ignore"):
+        mean = np.ldexp(scaled.mean(0), exponent)
+        std = np.ldexp(scaled.std(0, ddof=1), exponent) if len(ys) > 1 else np.zeros(stack.shape[1])
+    return grid[reached], mean, np.minimum(std, np.finfo(np.float64).max - np.abs(mean))
 
 
 def grid_of(runs: list[tuple[np.ndarray, np.ndarray]], points: int = GRID_POINTS) -> np.ndarray:

@@ -13,18 +13,20 @@ import json
 import math
 import operator
 import re
-import statistics
+import sys
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from rla_engine import metrics
-from rla_engine.summary import SUMMARY_KEYS
+from rla_engine.spread import Spread, mean_std
+from rla_engine.summary import LARGE, SUMMARY_KEYS, figure
 from rla_engine.text import printable
 from rla_engine.vocabulary import LIVE
 
 FIELD, CONFIG, FINAL, BEST, RUN = "field", "config", "final", "best", "run"
 ARM_SEPARATOR = " · "      # `rla ablate` names a run "<arm> · seed <s>" (ablation.arms.PlannedRun.name)
+MAX_INT = int(sys.float_info.max)     # an int beyond it has no float: float() raises OverflowError
 
 
 @dataclass(frozen=True)
@@ -92,8 +94,8 @@ def number(v: Any) -> float | None:
     if kind is float:
         return v if math.isfinite(v) else None
     if kind is int or kind is bool:
-        return float(v)
-    return number(float(v)) if isinstance(v, (int, float)) else None
+        return float(v) if kind is bool or -MAX_INT < v < MAX_INT else None     # 10**400 has no float
+    return number(float(v)) if isinstance(v, float) else number(int(v)) if isinstance(v, int) else None
 
 
 def missing(v: Any) -> bool:
@@ -101,8 +103,8 @@ def missing(v: Any) -> bool:
 
 
 def metric_text(v: float) -> str:
-    """A measurement: three decimals, digits grouped where it is large (the comparison's rule)."""
-    return f"{v:,.0f}" if abs(v) >= 1000 else f"{v:.3f}"
+    """A measurement: three decimals, digits grouped from 1,000, e-notation where it is huge (summary.figure)."""
+    return figure(v)
 
 
 def value_text(column: Column, v: Any) -> str:
@@ -119,7 +121,7 @@ def value_text(column: Column, v: Any) -> str:
     if isinstance(v, bool):
         return "true" if v else "false"
     if isinstance(v, (int, float)):
-        return repr(v)
+        return figure(v) if abs(v) >= LARGE else repr(v)     # 10**400 (a hand edit): not 401 digits
     return printable(json.dumps(v, sort_keys=True, default=str))
 
 
@@ -145,23 +147,9 @@ def group_key(v: Any) -> str:
     return "null" if missing(v) else json.dumps(v, sort_keys=True, default=str)
 
 
-def mean_std(values: Iterable[Any]) -> tuple[float | None, float | None]:
-    """Mean and sample standard deviation (n − 1) of the finite values, as the ablation's results
-    table has them (its `statistics.stdev` is exact and slow: ~1 ms for 300 values, and a grouped
-    history computes one per group and metric column); the std is None for fewer than two values."""
-    vals = [n for v in values if (n := number(v)) is not None]
-    if not vals:
-        return None, None
-    mean = statistics.fmean(vals)
-    if len(vals) < 2:
-        return mean, None
-    return mean, math.sqrt(math.fsum((v - mean) ** 2 for v in vals) / (len(vals) - 1))
-
-
-def mean_std_text(mean: float | None, std: float | None) -> str:
-    if mean is None:
-        return ""
-    return metric_text(mean) + (f" ± {metric_text(std)}" if std is not None else "")
+def mean_std_text(spread: Spread) -> str:
+    """A group's "mean ± std" as History shows it ("?" for a figure a float cannot hold: `spread.problem` says why)."""
+    return spread.text(metric_text)
 
 
 @dataclass
@@ -172,7 +160,7 @@ class Group:
     value: Any
     members: list[dict] = field(default_factory=list)
 
-    def stats(self, column: Column) -> tuple[float | None, float | None]:
+    def stats(self, column: Column) -> Spread:
         return mean_std(column.value(r) for r in self.members)
 
 

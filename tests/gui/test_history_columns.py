@@ -184,12 +184,12 @@ def test_groups_show_count_and_mean_std_and_compare_as_mean_curves_with_a_band(q
         for i, group in enumerate(groups.groups):
             assert len(group.members) == 2 and groups.rowCount(groups.index(i, 0)) == 2
             assert groups.index(i, 0).data().endswith("(2 runs)")
-            mean, std = mean_std(r["columns"][EVAL_FINAL] for r in group.members)
-            assert groups.index(i, col).data() == mean_std_text(mean, std) and std is not None
+            spread = mean_std(r["columns"][EVAL_FINAL] for r in group.members)
+            assert groups.index(i, col).data() == mean_std_text(spread) and spread.std is not None
         history.tree.header().setSortIndicator(shown_column(history, LAM), QtCore.Qt.SortOrder.DescendingOrder)
         assert [g.label for g in groups.groups] == ["policy.lam = 1.0", "policy.lam = 0.5"]
         history.tree.header().setSortIndicator(col, QtCore.Qt.SortOrder.AscendingOrder)    # by the groups' means
-        means = [mean_std(r["columns"][EVAL_FINAL] for r in g.members)[0] for g in groups.groups]
+        means = [mean_std(r["columns"][EVAL_FINAL] for r in g.members).mean for g in groups.groups]
         assert means == sorted(means) and all(history.tree.isExpanded(groups.index(i, 0)) for i in range(2))
         history.tree.header().setSortIndicator(shown_column(history, LAM), QtCore.Qt.SortOrder.AscendingOrder)
         assert [g.label for g in groups.groups] == ["policy.lam = 0.5", "policy.lam = 1.0"]
