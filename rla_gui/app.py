@@ -19,6 +19,7 @@ from . import gc_guard
 from .main_window import MainWindow
 from .session import check_database
 from .theme import apply_plot_theme
+from .widgets.plain_text import message_box
 
 
 def build_app(argv: list[str]) -> QtWidgets.QApplication:
@@ -64,7 +65,7 @@ def main(argv: list[str] | None = None) -> int:
     problem = check_database(db)
     if problem:
         print(f"rla-gui: {problem}", file=sys.stderr)
-        QtWidgets.QMessageBox.critical(None, "Cannot open the database", problem)
+        message_box(QtWidgets.QMessageBox.Icon.Critical, "Cannot open the database", problem).exec()   # a path: plain
         return 2
     loop = qasync.QEventLoop(app)
     asyncio.set_event_loop(loop)

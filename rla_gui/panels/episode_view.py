@@ -15,6 +15,8 @@ from PySide6.QtWidgets import QSizePolicy, QWidget
 
 from rla_engine.vocabulary import EventKind
 
+from ..widgets.plain_text import set_tooltip
+
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:       # the session is only ever passed in
@@ -268,7 +270,7 @@ class EpisodeViewPanel(QWidget):
     def show_episode(self, payload: dict | None) -> None:
         self._payload = payload if isinstance(payload, dict) else None
         try:
-            self.setToolTip(caption(self._payload) if self._payload else "")
+            set_tooltip(self, caption(self._payload) if self._payload else "")    # the payload's text as written
         except (AttributeError, TypeError, ValueError):
             self.setToolTip("")   # paintEvent says the payload is unreadable
         self.update()

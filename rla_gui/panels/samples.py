@@ -9,7 +9,6 @@ text is cut at MAX_CHARS so one runaway answer cannot freeze the console.
 """
 from __future__ import annotations
 
-import html
 import json
 from typing import TYPE_CHECKING, Any, cast
 
@@ -20,6 +19,7 @@ from PySide6.QtWidgets import (QLabel, QListView, QListWidget, QListWidgetItem, 
 
 from rla_engine.vocabulary import EventKind, VariantOutcome
 
+from ..widgets.plain_text import auto_text
 from .episode_view import BAD_COLOR, GOOD_COLOR, UNREADABLE_COLOR, chip_color
 
 if TYPE_CHECKING:       # the session is only ever passed in
@@ -201,9 +201,8 @@ def _list_item(text: str, tip: str) -> QListWidgetItem:
 
 
 def _plain_tip(text: Any) -> str:
-    """Model text for a tooltip. Qt renders a tooltip as rich text when it looks like markup, so
-    the text is escaped inside a paragraph that keeps its line breaks: it always reads literally."""
-    return "<p style='white-space:pre-wrap'>" + html.escape(clip(text, TIP_CHARS)) + "</p>"
+    """Model text for a tooltip, cut, shown as written (Qt would render what looks like markup)."""
+    return auto_text(clip(text, TIP_CHARS))
 
 
 def _plain_text_box(parent: QWidget, placeholder: str = "") -> QPlainTextEdit:

@@ -20,6 +20,8 @@ from rla_engine.ablation.arms import ARM_DESCRIPTIONS, ARMS, DIAGNOSTIC_ARMS, Ab
 from rla_engine.errors import InputError
 from rla_engine.text import counted
 
+from .plain_text import plain_label
+
 # The arms that tell most: the baseline, adaptation alone, and the whole loop (the step rewards'
 # share is full − outcome+env); two seeds show whether a gap is more than seed noise.
 DEFAULT_ARMS = ("outcome", "outcome+env", "full")
@@ -114,10 +116,10 @@ class AblationDialog(QDialog):
         self.arms.setObjectName("arms")
         for arm in ARMS:
             self.arms.addItem(self._arm_item(arm))
-        self.estimate = QLabel()
+        self.estimate = plain_label()
         self.estimate.setObjectName("estimate")
         self.estimate.setWordWrap(True)
-        self.error = QLabel()
+        self.error = plain_label()      # it quotes what was typed
         self.error.setStyleSheet(ERROR_STYLE)
         self.error.setWordWrap(True)
         self.buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel)

@@ -19,6 +19,7 @@ from PySide6.QtWidgets import (QCheckBox, QComboBox, QDoubleSpinBox, QHBoxLayout
                                QSpinBox, QToolButton, QWidget)
 
 from . import file_dialogs
+from .plain_text import set_tooltip
 
 # QSpinBox holds a C int; a field without bounds gets the widest range it can show.
 _INT_MIN, _INT_MAX = -(2**31), 2**31 - 1
@@ -85,7 +86,7 @@ class FieldEditor(QObject):
         w = self.widget
         w.setProperty("invalid", message is not None)
         w.setStyleSheet(INVALID_STYLE if message else "")
-        w.setToolTip(message or self.help)
+        set_tooltip(w, message or self.help)     # the message quotes the value as typed or loaded
         w.style().unpolish(w)
         w.style().polish(w)
 

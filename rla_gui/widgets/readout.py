@@ -13,6 +13,7 @@ import pyqtgraph as pg
 from PySide6 import QtCore, QtWidgets
 
 from ..theme import is_dark
+from .plain_text import html_text
 
 # The PlotItem's grid: row 0 is the title, row 1 the top axis (hidden, so zero high), row 2 the
 # view box; column 1 is the view box's. The legend goes into the top axis's cell, above the axis.
@@ -51,6 +52,10 @@ class LegendRow(pg.LegendItem):
         column.addItem(self)
         column.addItem(top)
         plot_item.layout.addItem(column, *TOP_AXIS_CELL)
+
+    def addItem(self, item, name: str) -> None:
+        """An entry whose name (a key, a run's name) shows as written: pyqtgraph renders it as HTML."""
+        super().addItem(item, html_text(name))
 
     def _addItemToLayout(self, sample, label) -> None:
         """Entries are placed by updateSize, which every change of the entries calls."""
@@ -92,16 +97,17 @@ class LegendRow(pg.LegendItem):
 
 
 def set_title(plot_item: pg.PlotItem, title: str) -> None:
-    """The plot's title, which never widens the plot past its cell: a long one (an added chart of
-    several keys) pushed the view box's right end, the newest data, out of sight; the title is cut
-    instead."""
+    """The plot's title, shown as written (an added chart's title is its keys, and pyqtgraph
+    renders titles as HTML), which never widens the plot past its cell: a long one (an added chart
+    of several keys) pushed the view box's right end, the newest data, out of sight; the title is
+    cut instead."""
     label = plot_item.titleLabel
 
     def narrow_minimum() -> None:       # LabelItem sets its minimum to its text on every change
         type(label).updateMin(label)
         label.setMinimumWidth(0)
     label.updateMin = narrow_minimum
-    plot_item.setTitle(title)
+    plot_item.setTitle(html_text(title))
 
 
 def add_legend(plot_item: pg.PlotItem) -> pg.LegendItem:

@@ -2,7 +2,6 @@
 iteration, it/s, device, database."""
 from __future__ import annotations
 
-import html
 from pathlib import Path
 
 from PySide6 import QtWidgets
@@ -14,27 +13,21 @@ from rla_engine.vocabulary import EventKind, Status
 
 from ..run_data import RunData
 from ..session import RunSession
-
-
-def _esc(text: object) -> str:
-    """Stored text (an import's payload may hold markup) shown verbatim in a rich-text tooltip."""
-    return html.escape(printable(str(text)))
+from .plain_text import html_text, plain_label, set_tooltip
 
 
 class StatusLine:
     def __init__(self, bar: QtWidgets.QStatusBar, session: RunSession):
-        self.alerts = QtWidgets.QLabel("")
+        # every label shows stored text (a run's name and device, an alert's name): never as markup
+        self.alerts = plain_label()
         self.alerts.setStyleSheet("QLabel { background: #e6550d; color: white; font-weight: bold; "
                                   "border-radius: 3px; padding: 1px 6px; }")
         self.alerts.hide()
         self.active: dict[str, dict] = {}         # alert name -> its raised payload
         self._status: str | None = None
         bar.addPermanentWidget(self.alerts)
-        self.state = QtWidgets.QLabel("no run open")
-        self.iteration = QtWidgets.QLabel("")
-        self.rate = QtWidgets.QLabel("")
-        self.device = QtWidgets.QLabel("")
-        self.database = QtWidgets.QLabel("")
+        self.state = plain_label("no run open")
+        self.iteration, self.rate, self.device, self.database = (plain_label() for _ in range(4))
         for w in (self.state, self.iteration, self.rate, self.device, self.database):
             bar.addPermanentWidget(w)
         session.cleared.connect(lambda: self.set_run(None, None))
@@ -50,9 +43,9 @@ class StatusLine:
             for w in (self.iteration, self.rate, self.device):
                 w.setText("")
             return
-        self.state.setText(f"{printable(str(run['name']))} — {run['status']}")
-        self.iteration.setText(f"iteration {run['iteration']}")
-        self.device.setText(f"device {run['device']}")
+        self.state.setText(f"{printable(run['name'])} — {printable(run['status'])}")
+        self.iteration.setText(f"iteration {printable(run['iteration'])}")
+        self.device.setText(f"device {printable(run['device'])}")
         if data is not None:
             self.set_rate(data)
 
@@ -82,8 +75,8 @@ class StatusLine:
         titles = [ALERTS[n].title if n in ALERTS else n for n in self.active]
         self.alerts.setText(f"⚠ {counted(len(titles), 'alert')}: {', '.join(titles)}")
         self.alerts.setToolTip("<br><br>".join(
-            f"<b>{_esc(describe(p))}</b><br>{_esc(p.get('message', ''))}<br>"
-            f"<i>What to do:</i> {_esc(p.get('advice', ''))}" for p in self.active.values()))
+            f"<b>{html_text(describe(p))}</b><br>{html_text(p.get('message', ''))}<br>"
+            f"<i>What to do:</i> {html_text(p.get('advice', ''))}" for p in self.active.values()))
         self.alerts.show()
 
     def set_rate(self, data: RunData) -> None:
@@ -93,5 +86,5 @@ class StatusLine:
         self.rate.setText(f"{1 / seconds:.1f} it/s" if seconds and self._status == Status.RUNNING else "")
 
     def set_database(self, path: Path) -> None:
-        self.database.setText(str(path))
-        self.database.setToolTip(str(path))
+        self.database.setText(printable(str(path)))
+        set_tooltip(self.database, str(path))
