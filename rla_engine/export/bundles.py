@@ -8,9 +8,7 @@ the form {"format": "rlanything-runs/1", "runs": [bundle, …]}.
 from __future__ import annotations
 
 import json
-import os
 import sqlite3
-import stat
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +16,7 @@ from ..bundle import BundleError, bundle_rows
 from ..bundle_check import shown, strict_json
 from ..errors import InputError
 from ..store import BUNDLE_FORMAT, MULTI_FORMAT, StoreError, open_store
+from ..user_files import read_user_file
 from .formats import ExportInputError
 
 # The largest export `rla import` reads. A long gridworld run exports about 5 KB per iteration
@@ -52,49 +51,8 @@ def load_bundles(db_path: str | Path, run_ids: list[str]) -> list[dict]:
         store.close()
 
 
-def _kind_of(mode: int) -> str | None:
-    """What a file that is not a regular one is, in words (None for a regular file)."""
-    for test, name in ((stat.S_ISREG, None), (stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a FIFO (named pipe)"),
-                       (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
-                       (stat.S_ISSOCK, "a socket")):
-        if test(mode):
-            return name
-    return "not a regular file"
-
-
-def _check_file(path: Path, st: os.stat_result) -> None:
-    kind = _kind_of(st.st_mode)
-    if kind is not None:
-        raise InputError(f"{path} is {kind}, not a JSON export (only a regular file is imported)")
-    if st.st_size > MAX_IMPORT_BYTES:
-        raise InputError(f"{path}: {st.st_size:,} bytes; an export is imported up to {MAX_IMPORT_BYTES:,} bytes")
-
-
-def _read_regular(path: Path) -> bytes:
-    """The bytes of a regular file of at most MAX_IMPORT_BYTES. Anything else is refused before
-    it is read: a FIFO would block the read until a writer comes, /dev/zero never ends. It is
-    stat'ed before it is opened (opening a device can itself act), then opened without blocking
-    and checked again through the descriptor, so a file swapped in between is caught too."""
-    try:
-        _check_file(path, path.stat())
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
-    except FileNotFoundError:
-        raise InputError(f"{path}: no such file") from None
-    except OSError as e:
-        raise InputError(f"cannot read {path}: {e.strerror}") from None
-    with os.fdopen(fd, "rb") as f:
-        _check_file(path, os.fstat(fd))
-        try:
-            data = f.read(MAX_IMPORT_BYTES + 1)      # the file may have grown since it was stat'ed
-        except OSError as e:
-            raise InputError(f"cannot read {path}: {e.strerror}") from None
-    if len(data) > MAX_IMPORT_BYTES:
-        raise InputError(f"{path}: more than {MAX_IMPORT_BYTES:,} bytes; an export is imported up to that size")
-    return data
-
-
 def _read_json(path: Path) -> Any:
-    data = _read_regular(path)
+    data = read_user_file(path, MAX_IMPORT_BYTES, "a JSON export")     # an InputError when refused
     try:
         return strict_json(data)
     except (UnicodeDecodeError, json.JSONDecodeError) as e:

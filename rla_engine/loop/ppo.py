@@ -9,11 +9,13 @@ import torch
 from torch import nn
 from torch.nn import functional
 
+from .. import metrics
 from .no_dynamo import optimiser_step
 
 
 class NonFiniteError(RuntimeError):
-    """A loss or gradient went NaN/inf; raised before the optimiser step can spread it."""
+    """A loss or gradient went NaN/inf; raised before the optimiser step can spread it.
+    `quantity` is the metric key of what failed (metrics.ROLE_LOSS, ROLE_KL, ROLE_GRAD_NORM)."""
 
     def __init__(self, quantity: str, value: float):
         self.quantity, self.value = quantity, value
@@ -172,7 +174,7 @@ def ppo_update(net: nn.Module, optimizer: torch.optim.Optimizer, log_prob: Calla
             health.steps += 1
             batches += 1
     stats = PPOStats(total_loss / batches, total_kl / batches, n, **health.measures())
-    for label, v in ((f"loss/{name}", stats.loss), ("loss/kl", stats.kl)):
+    for label, v in ((metrics.ROLE_LOSS[name], stats.loss), (metrics.ROLE_KL[name], stats.kl)):
         if not math.isfinite(v):
             raise NonFiniteError(label, v)
     return stats
@@ -249,7 +251,7 @@ def _terms(new: Scores, old: torch.Tensor, adv: torch.Tensor,
 def _backward(loss: torch.Tensor, name: str) -> None:
     """Accumulate the gradient of `loss`, refusing a non-finite loss before it can spread."""
     if not torch.isfinite(loss):
-        raise NonFiniteError(f"loss/{name}", float(loss.detach()))
+        raise NonFiniteError(metrics.ROLE_LOSS[name], float(loss.detach()))
     loss.backward()
 
 
@@ -259,6 +261,6 @@ def _step(net: nn.Module, optimizer: torch.optim.Optimizer, settings: PPOSetting
     params = [p for p in net.parameters() if p.requires_grad]
     grad_norm = nn.utils.clip_grad_norm_(params, settings.max_grad_norm)
     if not torch.isfinite(grad_norm):
-        raise NonFiniteError(f"gradient norm of the {name}", float(grad_norm))
+        raise NonFiniteError(metrics.ROLE_GRAD_NORM[name], float(grad_norm))
     optimiser_step(optimizer)
     return float(grad_norm)

@@ -1,11 +1,17 @@
 """Search of the run history by name, notes and tags: FTS5 where the index exists, LIKE where it does not."""
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 
 from .base import StoreBase
 from .reads import TEXT
 from .schema import FTS_COLUMNS
+
+# Control characters and lone surrogates separate words, as the index's tokenizer (unicode61) reads
+# them in the text it indexes. Left in a word, a NUL ends FTS5's query string early ("unterminated
+# string") and a lone surrogate cannot be encoded for SQLite at all.
+_SEPARATORS = re.compile(r"[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
 
 
 class SearchMixin(StoreBase):
@@ -13,12 +19,13 @@ class SearchMixin(StoreBase):
         """Ids of runs whose name, notes or tags contain every word of `query` (a word matches as
         a prefix: `grid` finds `gridworld`), best match first, then newest. User text never
         reaches FTS syntax: each word is quoted, so `OR`, `"`, `*` or `NEAR(` are plain words.
-        An empty query lists every run; one with no searchable word matches none."""
+        A control character (a NUL included) separates words. An empty query lists every run; one
+        with no searchable word matches none."""
         # as list_runs: only a run stored as archived (1) is left out, never one whose flag is garbage
         where = "" if include_archived else " AND NOT (typeof(r.archived) = 'integer' AND r.archived = 1)"
         if not query.strip():
             return self._ids(self.db.execute(f"SELECT id FROM runs r WHERE 1{where} ORDER BY created_at DESC"))
-        words = [w for w in query.split() if any(ch.isalnum() for ch in w)]
+        words = [w for w in _SEPARATORS.sub(" ", query).split() if any(ch.isalnum() for ch in w)]
         if not words:
             return []
         if not self._has_search_index():

@@ -5,6 +5,8 @@ so this file needs no store or client and stays testable on its own.
 """
 from __future__ import annotations
 
+import contextlib
+import threading
 from pathlib import Path
 
 from PySide6.QtCore import QSettings, QSignalBlocker, Qt, Signal
@@ -33,6 +35,7 @@ class RunFormPanel(QWidget):
 
     start_requested = Signal(object, str, str)
     ablation_requested = Signal(object, str, object)     # config, preset name or "", AblationSpec
+    _file_read = Signal(object, str)       # a loaded TOML file's dict or None, the error: from the reading thread
 
     def __init__(self, parent: QWidget | None = None):
         super().__init__(parent)
@@ -50,6 +53,7 @@ class RunFormPanel(QWidget):
         self.form = ConfigForm()
         self.error_label = QLabel()
         self.error_label.setObjectName("error")
+        self.error_label.setTextFormat(Qt.TextFormat.PlainText)    # it quotes values from files and past runs
         self.error_label.setStyleSheet(ERROR_STYLE)
         self.error_label.setWordWrap(True)
         self.error_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
@@ -74,6 +78,7 @@ class RunFormPanel(QWidget):
                   context=Qt.ShortcutContext.WidgetWithChildrenShortcut)
         self.save_button.clicked.connect(self._save_file)
         self.load_button.clicked.connect(self._load_file)
+        self._file_read.connect(self._file_arrived)     # queued: emitted by the reading thread
         self._revalidate()
         self._propose_name()
 
@@ -220,12 +225,25 @@ class RunFormPanel(QWidget):
         path, _ = file_dialogs.open_file_name(self, "Load configuration", "", TOML_FILTER)
         if not path:
             return
+        # Read in a thread of its own: a file on a slow or hung mount must not freeze the window
+        # (load_file already refuses a FIFO, a device or a huge file before reading it).
+        self.load_button.setEnabled(False)
+        threading.Thread(target=self._read_file, args=(path,), name="rla-load-toml", daemon=True).start()
+
+    def _read_file(self, path: str) -> None:
+        """In the reading thread: the file's contents or why not, handed to the GUI thread."""
         try:
-            data = load_file(path)
+            data, error = load_file(path), ""
         except ConfigError as e:
-            self._show_error(str(e))
-            return
-        except OSError as e:  # load_file reports a missing file; permissions etc. land here
-            self._show_error(f"cannot read {path}: {e.strerror or e}")
-            return
-        self.load_config(data, "")
+            data, error = None, str(e)
+        except Exception as e:      # whatever it is, it is shown and the button comes back
+            data, error = None, f"cannot load {path}: {e}"
+        with contextlib.suppress(RuntimeError):     # the panel was closed while the file was read
+            self._file_read.emit(data, error)
+
+    def _file_arrived(self, data: dict | None, error: str) -> None:
+        self.load_button.setEnabled(True)
+        if data is None:
+            self._show_error(error)
+        else:
+            self.load_config(data, "")

@@ -289,7 +289,7 @@ def test_explicit_run_override_is_validated():
     assert e.value.key == "run.nosuch"
 
 
-@pytest.mark.parametrize("content, allowed", [(None, "not found"), ("[task\nfamily =", "TOML")],
+@pytest.mark.parametrize("content, allowed", [(None, "no such file"), ("[task\nfamily =", "TOML")],
                          ids=["missing", "not-toml"])
 def test_bad_config_file_raises_config_error(tmp_path, content, allowed):
     f = tmp_path / "c.toml"

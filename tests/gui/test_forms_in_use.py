@@ -184,6 +184,7 @@ def test_a_typed_name_stays_across_presets_but_not_into_a_cloned_config(panel, q
     path.write_text(Config().to_toml(), encoding="utf-8")
     monkeypatch.setattr(file_dialogs, "open_file_name", lambda *a, **k: (str(path), ""))
     panel.load_button.click()
+    qtbot.waitUntil(panel.load_button.isEnabled)        # the file is read off the GUI thread
     assert panel.name_edit.text() == "" and panel.preset() == ""
 
 

@@ -178,7 +178,7 @@ def _changed_config() -> Config:
     return cfg
 
 
-def test_save_then_load_toml_round_trips(panel, tmp_path, monkeypatch):
+def test_save_then_load_toml_round_trips(panel, qtbot, tmp_path, monkeypatch):
     target = tmp_path / "mine.toml"
     monkeypatch.setattr(file_dialogs, "save_file_name", lambda *a, **k: (str(target), ""))
     monkeypatch.setattr(file_dialogs, "open_file_name", lambda *a, **k: (str(target), ""))
@@ -187,19 +187,25 @@ def test_save_then_load_toml_round_trips(panel, tmp_path, monkeypatch):
     panel.save_button.click()
     assert tomllib.loads(target.read_text(encoding="utf-8")) == expected.to_dict()
     panel.form.set_config(Config())
-    panel.load_button.click()
+    _load(panel, qtbot)
     assert panel.form.config() == expected and panel.error_label.text() == ""
 
 
-def test_loading_a_bad_file_shows_the_error(panel, tmp_path, monkeypatch):
+def _load(panel, qtbot) -> None:
+    """Load TOML…, waiting for the file, which is read off the GUI thread."""
+    panel.load_button.click()
+    qtbot.waitUntil(panel.load_button.isEnabled)
+
+
+def test_loading_a_bad_file_shows_the_error(panel, qtbot, tmp_path, monkeypatch):
     bad = tmp_path / "bad.toml"
     bad.write_text("[judge]\nbogus = 1\n", encoding="utf-8")
     monkeypatch.setattr(file_dialogs, "open_file_name", lambda *a, **k: (str(bad), ""))
-    panel.load_button.click()
+    _load(panel, qtbot)
     assert "judge.bogus" in panel.error_label.text()
     assert panel.form.config() == Config()  # the form is left as it was
     bad.write_text("not = [toml", encoding="utf-8")
-    panel.load_button.click()
+    _load(panel, qtbot)
     assert "not valid TOML" in panel.error_label.text()
 
 

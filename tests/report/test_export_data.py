@@ -461,6 +461,17 @@ def test_hostile_queries_neither_raise_nor_inject(search_store, query):
     assert store.search_runs("ablation <b>") == ["r3"] and store.search_runs("script") == []
 
 
+@pytest.mark.parametrize("between", ["\x00", "\x01", "\x1b", "\x7f", "\x9b", "\ud800"])
+def test_a_control_character_in_the_search_separates_words(search_store, between):
+    # a NUL inside a word ended FTS5's query early: OperationalError "unterminated string"
+    store = search_store
+    _runs_for_search(store)
+    assert store.search_runs(f"grid{between}ablation") == ["r3"]
+    assert store.search_runs(f"grid{between}") == store.search_runs("grid")
+    assert store.search_runs(f"{between}arith{between}{between}sweep{between}") == ["r2"]
+    assert store.search_runs(f"zebra{between}grid") == []
+
+
 def test_an_older_database_gets_the_search_index_with_its_runs(tmp_path, monkeypatch):
     from rla_engine.store import schema
     db = tmp_path / "old.db"
