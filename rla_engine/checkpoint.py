@@ -16,8 +16,11 @@ caught half-updated):
 
 The owner names the run and the database (by the id stored inside it, so a moved or copied
 database still owns its checkpoints) that wrote the file, under the checksum: a file copied or
-linked in from another run is refused by `load(..., owner=...)`, not resumed from. Version 1
-(no owner) and headerless files from older versions still load.
+linked in from another run is refused by `load(..., owner=...)`, not resumed from. A file
+without an owner (version 1, a headerless one from an older version, or version 2 signed `{}`)
+loads only where the caller allows it (`unowned_ok`): a database that has written version 2
+refuses them for its runs, since a stripped or blank header would otherwise let any file in;
+an older database's runs still load theirs.
 
 `load` checks all of it before handing the bytes to torch, so damage is reported as a
 `CheckpointError` naming the file and the reason, and `newest_good` can fall back to an older
@@ -32,6 +35,7 @@ import re
 import json
 import stat
 import struct
+from collections.abc import Callable
 from pathlib import Path
 from typing import NamedTuple
 
@@ -69,14 +73,27 @@ class CheckpointError(Exception):
         self.reason = reason
 
 
-def save(folder: Path, iteration: int, state: dict, keep: int, owner: Owner | None = None) -> Path:
+Unpruned = Callable[[list[tuple[Path, str]]], None]
+
+
+class NameTaken(CheckpointError):
+    """Something that is no file of ours (a folder) holds the name a checkpoint would be written
+    under: that checkpoint is not written, and the run goes on (the previous one stands)."""
+
+
+def save(folder: Path, iteration: int, state: dict, keep: int, owner: Owner | None = None,
+         unpruned: Unpruned | None = None) -> Path:
     """Write `state` as `folder/it-NNNNNNNNN.pt` (mode 0600, folder 0700), signed by `owner`, and
     keep the newest `keep`. An OSError (e.g. ENOSPC) propagates after the temporary file is
-    removed; the checkpoints already there are untouched."""
+    removed; the checkpoints already there are untouched. An older file that cannot be deleted
+    (an immutable file, something planted under a checkpoint's name) costs room, not the run: it
+    is left, and handed with its reason to `unpruned`."""
     folder = Path(folder)
     _make_private_dir(folder)
     clean_tmp(folder)
     final = path_of(folder, iteration)
+    if final.is_dir() and not final.is_symlink():    # a rename never replaces a folder (and must not)
+        raise NameTaken(final, "a folder is in the way: this checkpoint was not written")
     tmp = folder / f".{final.name}.tmp"
     buf = io.BytesIO()
     torch.save(state, buf)
@@ -86,7 +103,9 @@ def save(folder: Path, iteration: int, state: dict, keep: int, owner: Owner | No
     digest.update(payload)
     header = _HEADER.pack(MAGIC, VERSION, len(who), len(payload), digest.digest())
     write_whole(final, tmp, header, who, payload)
-    _prune(folder, final, keep, owner)
+    left = _prune(folder, final, keep, owner)
+    if left and unpruned is not None:
+        unpruned(left)
     return final
 
 
@@ -105,15 +124,24 @@ def _make_private_dir(folder: Path) -> None:
         os.chmod(p, 0o700)
 
 
-def _prune(folder: Path, final: Path, keep: int, owner: Owner | None) -> None:
+def _prune(folder: Path, final: Path, keep: int, owner: Owner | None) -> list[tuple[Path, str]]:
     """Keep the file just written (known good) and the newest `keep - 1` older ones. Files newer
     than the one just written are left alone: they are what `newest_good` skipped as damaged on
     the way to the one this run resumed from, and the run overwrites them as it goes on. Only
-    the run's own files are ever deleted: not a link, not a file another run signed."""
+    the run's own files are ever deleted: not a link, not a file another run signed, not a
+    folder planted under a checkpoint's name. Returns what was left that pruning would have
+    deleted, with why (a folder; a file the system would not delete)."""
     older = [p for p in list_checkpoints(folder) if iteration_of(p) < iteration_of(final)
              and not p.is_symlink() and owner_of(p) in (None, owner)]
+    planted = [p for p in older if p.is_dir()]
+    left = [(p, "a folder, not a checkpoint file: left alone") for p in planted]
+    older = [p for p in older if p not in planted]
     for old in older[: max(0, len(older) - (max(keep, 1) - 1))]:
-        old.unlink(missing_ok=True)
+        try:
+            old.unlink(missing_ok=True)
+        except OSError as e:       # an immutable file or folder (chattr +i), a read-only mount
+            left.append((old, f"cannot delete it: {e.strerror or e}"))
+    return left
 
 
 def clean_tmp(folder: Path) -> int:
@@ -188,14 +216,20 @@ def latest(folder: Path) -> Path | None:
     return found[-1] if found else None
 
 
-def load(path: Path, device: torch.device | str = "cpu", owner: Owner | None = None) -> dict:
+class Unsigned(CheckpointError):
+    """A checkpoint that names no owner, where the caller asked for one (`unowned_ok=False`)."""
+
+
+def load(path: Path, device: torch.device | str = "cpu", owner: Owner | None = None,
+         unowned_ok: bool = True) -> dict:
     """The state saved in `path`, checked against its header; raises CheckpointError.
 
     Never through a symbolic link, never a file that is not a regular one. With `owner`, a file
     that names another owner is refused, and so is one whose state is not of the iteration its
-    name says (a copy planted under a newer name). A file without an owner, written by an older
-    version of this module (a headerless torch.save archive, or format 1), is still loaded: old
-    runs must stay resumable; it has no checksum, so only the zip format's own checks guard it."""
+    name says (a copy planted under a newer name). A file without an owner (a headerless
+    torch.save archive or format 1, written by an older version of this module; or format 2
+    signed `{}`) is loaded only if `unowned_ok`: old runs must stay resumable, but where the
+    database signs its checkpoints an unsigned file may have come from anywhere."""
     path = Path(path)
     data = _read_regular(path)
     if not data:
@@ -204,10 +238,15 @@ def load(path: Path, device: torch.device | str = "cpu", owner: Owner | None = N
         payload, found = _verified(path, data)
         if owner is not None and found is not None and found != owner:
             raise CheckpointError(path, f"written by {found.describe()}, not by this run")
+        unsigned = None if found is not None else (
+            "format 1, which names no owner" if _version(data) == 1 else "its owner is blank")
     elif data.startswith(_ZIP):
-        payload = memoryview(data)
+        payload, unsigned = memoryview(data), "no header (an older version's format), so no owner"
     else:
         raise CheckpointError(path, "not a checkpoint")
+    if unsigned is not None and not unowned_ok:
+        raise Unsigned(path, f"unsigned: {unsigned}; this database signs its runs' checkpoints, so this file "
+                             "may come from anywhere")
     try:
         state = torch.load(io.BytesIO(payload), map_location=device, weights_only=True)
     except Exception as e:   # torch, pickle and zipfile raise many kinds; the caller needs one
@@ -235,7 +274,7 @@ def _read_regular(path: Path) -> bytes:
 
 def _verified(path: Path, data: bytes) -> tuple[memoryview, Owner | None]:
     """The payload and the owner the header names, after checking sizes and the checksum."""
-    version = struct.unpack_from("<I", data, 8)[0] if len(data) >= 12 else None
+    version = _version(data)
     if version == 1:
         return _verified_v1(path, data), None
     if len(data) < _HEADER.size:
@@ -257,6 +296,10 @@ def _verified(path: Path, data: bytes) -> tuple[memoryview, Owner | None]:
     except ValueError:     # covered by the checksum, so written so: not ours to trust
         raise CheckpointError(path, "an unreadable owner") from None
     return body[n:], found
+
+
+def _version(data: bytes) -> int | None:
+    return struct.unpack_from("<I", data, 8)[0] if len(data) >= 12 else None
 
 
 def _verified_v1(path: Path, data: bytes) -> memoryview:

@@ -14,7 +14,10 @@ What stays as it was:
   `submit` or `wait`, as `CheckpointFailed` naming the iteration; the Runner waits before it stores
   the next iteration, so a failure is recorded where it was before;
 - `durable` is the newest iteration whose checkpoint is on disk, which is what a stop that cuts an
-  iteration short relies on (Runner._stop_requested).
+  iteration short relies on (Runner._stop_requested);
+- a folder planted under a checkpoint's name, and older files that pruning had to leave (an
+  immutable file, such a folder), do not fail the run: that checkpoint is not written, or the old
+  file stays; `take_warnings` hands them to the loop's thread, which says so.
 """
 from __future__ import annotations
 
@@ -54,6 +57,7 @@ class CheckpointWriter:
         self.durable = durable            # the newest iteration whose checkpoint is on disk
         self._thread: threading.Thread | None = None
         self._failed: CheckpointFailed | None = None
+        self._warnings: dict[Path, str] = {}     # written by the write's thread, read after `wait`
 
     def submit(self, iteration: int, state: dict) -> Path:
         """Start writing `state` as `iteration`'s checkpoint and return its path at once (after the
@@ -67,10 +71,18 @@ class CheckpointWriter:
 
     def _write(self, iteration: int, state: dict) -> None:
         try:
-            checkpoint.save(self.folder, iteration, state, self.keep, self.owner)
+            checkpoint.save(self.folder, iteration, state, self.keep, self.owner, self._warnings.update)
             self.durable = iteration
+        except checkpoint.NameTaken as e:     # the previous checkpoint stands; said, not fatal
+            self._warnings[e.path] = e.reason
         except BaseException as e:   # handed to the loop's thread, which fails the run with it
             self._failed = CheckpointFailed(iteration, e)
+
+    def take_warnings(self) -> dict[Path, str]:
+        """Checkpoints not written and older files pruning left since the last call, each with
+        why (after `wait`)."""
+        left, self._warnings = self._warnings, {}
+        return left
 
     def wait(self) -> None:
         """Return once no write is under way; raise CheckpointFailed if the last one failed."""

@@ -22,6 +22,8 @@ from .vocabulary import LIVE, CommandOutcome, CommandResult, EventKind
 if TYPE_CHECKING:
     from .loop.interfaces import RunLoop
 
+# what a user says to load a checkpoint that names no owner in a database that signs its own
+UNOWNED_FLAG = "--accept-unowned-checkpoints"
 # The engine waits this long for another process's write lock before its commit fails the run:
 # long enough for any reader's write or a backup, bounded so that a hung writer is reported.
 ENGINE_LOCK_WAIT_S = 300.0
@@ -55,7 +57,8 @@ def claimed(store: Store, run_id: str, new: bool) -> Iterator[Path]:
             raise InputError(f"checkpoint folder {folder} belongs to another database"
                              + ("; choose another run id" if new else
                                 " (an imported copy has no checkpoints of its own)"))
-        make_private_dir(folder)
+        if new:      # a resume never makes the folder again: a delete may have just removed it
+            make_private_dir(folder)
     except OSError as e:
         raise InputError(f"cannot create the checkpoint folder {folder}: {e.strerror}"
                          f"{' (a file is in the way)' if isinstance(e, FileExistsError | NotADirectoryError) else ''}"
@@ -136,6 +139,7 @@ def start_run(db_path: Path, run_id: str, cfg: Config, *, name: str | None = Non
             _refuse_taken(store, run_id)       # another engine may have made it since the first look
             owner = checkpoint.Owner(run_id, store.database_id)
             _clear_own_leftovers(folder, owner, run_id)
+            store.mark_signed_checkpoints()
             # The starting state is checkpointed before the run row exists, so that every run a user
             # can see can be resumed, even one killed before its first iteration.
             checkpoint.save(folder, 0, trainer.state_dict(), cfg.run.keep_checkpoints, owner)
@@ -191,10 +195,11 @@ def _resumable(store: Store, run_id: str, iterations: int | None) -> Config:
 
 
 def resume_run(db_path: Path, run_id: str, *, iterations: int | None = None, device: str | None = None,
-               out: Callable[[str], None] = _say) -> int:
+               accept_unowned: bool = False, out: Callable[[str], None] = _say) -> int:
     """Continue a stopped, crashed or failed run from its newest usable checkpoint, `iterations`
     more (default: up to the run's own target), on `device` (default: the run's own); return
-    the exit code."""
+    the exit code. A database that signs its checkpoints loads no unsigned one for its runs
+    unless `accept_unowned` (`rla resume` with UNOWNED_FLAG)."""
     from . import checkpoint
     store = _open_for_engine(db_path, create=False)
     cfg = _resumable(store, run_id, iterations)
@@ -209,9 +214,11 @@ def resume_run(db_path: Path, run_id: str, *, iterations: int | None = None, dev
         committed = store.last_iteration(run_id)
         found = resume_point(folder, checkpoint.Owner(run_id, store.database_id), committed,
                              lambda: make_run_loop(cfg, wanted,
-                                                  lambda e: f"cannot resume on {wanted}: {e} (try --device cpu)"))
+                                                  lambda e: f"cannot resume on {wanted}: {e} (try --device cpu)"),
+                             unowned_ok=accept_unowned or not store.signs_checkpoints())
         trainer = found.trainer
         try:
+            store.mark_signed_checkpoints()      # this engine's checkpoints are signed from here on
             k = trainer.iteration
             target = k + iterations if iterations else cfg.run.iterations
             store.claim_run(run_id, str(trainer.device))
@@ -232,10 +239,7 @@ def _record_resume_point(store: Store, run_id: str, found, committed: int, out: 
     """Say, in one line and an event each, every checkpoint passed over, a history the database
     lost (it is behind the checkpoint) and the rows a rewind deletes."""
     k = found.trainer.iteration
-    for bad, reason in found.skipped:
-        store.add_event(run_id, min(k, committed), EventKind.CHECKPOINT_SKIPPED,
-                        {"checkpoint": bad.name, "reason": reason})
-        out(f"skipped checkpoint {bad.name}: {reason}")
+    _record_skipped(store, run_id, min(k, committed), found.skipped, out)
     if k > committed:
         store.add_event(run_id, committed, EventKind.HISTORY_GAP,
                         {"database_iteration": committed, "checkpoint": found.path.name,
@@ -249,6 +253,26 @@ def _record_resume_point(store: Store, run_id: str, found, committed: int, out: 
         out(f"rewound run {run_id} to iteration {k}: deleted {gone} rows of {what} (recorded as an event)")
 
 
+SKIPPED_ONE_BY_ONE = 5     # more files passed over than this are said in one event (names planted by the thousand)
+
+
+def _record_skipped(store: Store, run_id: str, iteration: int, skipped: list[tuple[Path, str]],
+                    out: Callable[[str], None]) -> None:
+    """An event and a line per checkpoint passed over; beyond a few, one of each for them all,
+    with how many and the first few as examples (the rest alike or worse: a folder full of
+    planted names must not write thousands of rows on every resume)."""
+    if len(skipped) <= SKIPPED_ONE_BY_ONE:
+        for bad, reason in skipped:
+            store.add_event(run_id, iteration, EventKind.CHECKPOINT_SKIPPED, {"checkpoint": bad.name, "reason": reason})
+            out(f"skipped checkpoint {bad.name}: {reason}")
+        return
+    shown = "; ".join(f"{bad.name}: {reason}" for bad, reason in skipped[:3])
+    store.add_event(run_id, iteration, EventKind.CHECKPOINT_SKIPPED,
+                    {"checkpoint": f"{len(skipped)} files", "count": len(skipped), "reason": f"among them {shown}",
+                     "examples": [{"checkpoint": bad.name, "reason": reason} for bad, reason in skipped[:3]]})
+    out(f"skipped {len(skipped)} checkpoint files, among them {shown}")
+
+
 class ResumePoint(NamedTuple):
     trainer: RunLoop
     path: Path
@@ -256,12 +280,13 @@ class ResumePoint(NamedTuple):
     alerts: str | None = None     # the runner's AlertWatcher state (absent before alerts existed)
 
 
-def resume_point(folder: Path, owner, committed: int, make: Callable[[], RunLoop]) -> ResumePoint:
+def resume_point(folder: Path, owner, committed: int, make: Callable[[], RunLoop],
+                 unowned_ok: bool = True) -> ResumePoint:
     """The checkpoint a resume continues from, loaded into a trainer `make` builds: the newest
     one that loads, is this run's, and fits the trainer, among those the database has reached
     (iteration ≤ `committed`: resuming there keeps the history whole); only if there is none,
     the newest usable one beyond (the database lost those iterations: a gap, said by the caller).
-    Every file passed over is returned with its reason."""
+    Every file passed over is returned with its reason. `unowned_ok`: see checkpoint.load."""
     from . import checkpoint
     names = list(reversed(checkpoint.list_checkpoints(folder)))
     behind = [p for p in names if checkpoint.iteration_of(p) <= committed]
@@ -272,9 +297,10 @@ def resume_point(folder: Path, owner, committed: int, make: Callable[[], RunLoop
         for group in (behind, ahead):
             for path in group:
                 try:
-                    state = checkpoint.load(path, "cpu", owner)
+                    state = checkpoint.load(path, "cpu", owner, unowned_ok)
                 except checkpoint.CheckpointError as e:
-                    skipped.append((path, e.reason))
+                    hint = f" ({UNOWNED_FLAG} loads it anyway)" if isinstance(e, checkpoint.Unsigned) else ""
+                    skipped.append((path, e.reason + hint))
                     continue
                 trainer = trainer or make()
                 try:

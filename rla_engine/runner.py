@@ -25,7 +25,7 @@ from .loop.ppo import NonFiniteError
 from .loop.interfaces import Interrupted, IterationResult, RunLoop
 from .output import say
 from .paths import PRIVATE_FILE, checkpoints_dir, claim
-from .store import EVENT_EXCERPT_CHARS, Store, open_store
+from .store import EVENT_EXCERPT_CHARS, RunGone, Store, open_store
 from .system_load import SystemSampler
 from .vocabulary import CommandKind, CommandOutcome, CommandResult, EventKind, Status
 
@@ -40,19 +40,21 @@ RESERVE_NAME = "space-reserve"
 
 class Heartbeat(threading.Thread):
     """Stamps `runs.heartbeat_at` every second on its own connection, also while paused or
-    inside a long iteration."""
+    inside a long iteration; notices (`row_gone`) when the run's row is no longer there."""
 
     def __init__(self, db_path: Path, run_id: str):
         super().__init__(daemon=True, name="heartbeat")
         self.db_path, self.run_id = db_path, run_id
         self.done = threading.Event()
+        self.row_gone = threading.Event()
 
     def run(self) -> None:
         store = open_store(self.db_path)
         try:
             while not self.done.wait(HEARTBEAT_S):
                 try:
-                    store.heartbeat(self.run_id)
+                    if not store.heartbeat(self.run_id):
+                        self.row_gone.set()
                 except Exception:   # a locked moment must not kill the beat; the next one retries
                     pass
         finally:
@@ -82,6 +84,8 @@ class Runner:
         # launch wrote the starting state's checkpoint; the periodic ones are written beside the loop
         self.writer = CheckpointWriter(self.ckpt_dir, self.cfg.run.keep_checkpoints, self.owner, trainer.iteration)
         self._last_peek = 0.0
+        self._beat: Heartbeat | None = None
+        self._warned: set[Path] = set()      # checkpoint warnings already said
         self.alerts = AlertWatcher(self.cfg.alerts.window, self.cfg.alerts.enabled, alert_state)
         self.system = SystemSampler.for_device(self.cfg.run.system_every_s, trainer.device)
         trainer.set_interrupt(self._stop_requested)
@@ -100,7 +104,7 @@ class Runner:
         """Run to the target iteration; return the process exit code (0 done or stopped, 1 failed)."""
         self._install_signals()
         self._hold_reserve()
-        beat = Heartbeat(self.store.path, self.run_id)
+        beat = self._beat = Heartbeat(self.store.path, self.run_id)
         beat.start()
         try:
             return self._loop()
@@ -142,6 +146,7 @@ class Runner:
                 self._apply_commands()
                 while self.paused and self.stop_reason is None:
                     time.sleep(PAUSE_POLL_S)
+                    self._check_row()
                     self._apply_commands()
                 if self.stop_reason is not None:
                     return self._finish(Status.STOPPED, {"reason": self.stop_reason})
@@ -182,6 +187,8 @@ class Runner:
                 self.out(self._progress(result))
             self._apply_commands()   # a stop that came with the last iteration is still answered
             return self._finish(Status.COMPLETED, {"iterations": tr.iteration, "env_steps": tr.env_steps})
+        except RunGone as e:
+            return self._gone(e)
         except NonFiniteError as e:
             with contextlib.suppress(Exception):    # the failure is recorded below whatever happens here
                 self._write_alerts(self.alerts.not_finite(self.committed + 1, e.quantity, e.value))
@@ -230,6 +237,21 @@ class Runner:
         self._say(f"rla: run {self.run_id} failed: {message} (last committed iteration {self.committed})")
         return 1
 
+    def _check_row(self) -> None:
+        """A paused engine writes nothing that would find its row gone: its heartbeat tells."""
+        if self._beat is not None and self._beat.row_gone.is_set():
+            raise RunGone(self.run_id, self.store.path)
+
+    def _gone(self, e: RunGone) -> int:
+        """The run's row was deleted under this engine: it stops writing to the database (every row
+        would belong to no run), lets the checkpoint under way finish, and says so; `rla doctor
+        --fix` removes what it left (its checkpoint folder)."""
+        with contextlib.suppress(Exception):
+            self.writer.wait()
+        self._say(f"rla: run {self.run_id} stopped: {e}; nothing more was written "
+                  f"(`rla doctor --fix --db {self.store.path}` removes its checkpoints)")
+        return 1
+
     @staticmethod
     def _say(line: str) -> None:
         with contextlib.suppress(OSError, ValueError):   # the log may be on the full disk too
@@ -253,6 +275,22 @@ class Runner:
         except CheckpointFailed as failed:
             self.phase = f"checkpoint of iteration {failed.iteration}"
             raise failed.error from None
+        self._say_warnings(self.writer.take_warnings())
+
+    def _say_warnings(self, found: dict[Path, str]) -> None:
+        """A checkpoint a planted folder kept from being written, older ones pruning had to leave:
+        they cost room or one checkpoint, not the run. One event and one line whenever new ones
+        turn up (not one per file, nor again at every checkpoint)."""
+        new = {p: why for p, why in found.items() if p not in self._warned}
+        if not new:
+            return
+        self._warned.update(new)
+        examples = [{"checkpoint": p.name, "reason": why} for p, why in list(new.items())[:3]]
+        self.store.add_event(self.run_id, self.committed, EventKind.CHECKPOINT_WARNING,
+                             {"count": len(new), "examples": examples})
+        shown = "; ".join(f"{e['checkpoint']}: {e['reason']}" for e in examples)
+        more = f" and {len(new) - 3} more" if len(new) > 3 else ""
+        self.out(f"warning: checkpoint folder {self.ckpt_dir}: {shown}{more}; training goes on")
 
     def _stop_requested(self) -> bool:
         """Asked while an executor waits on its workers: a signal, or a stop command waiting in the

@@ -85,6 +85,8 @@ class EventKind(StrEnum):
     REWOUND = "rewound"                          # a resume deleted iterations after its checkpoint
     RESUMED_FROM_CHECKPOINT = "resumed_from_checkpoint"
     CHECKPOINT_SKIPPED = "checkpoint_skipped"    # a checkpoint passed over on resume (damaged, not this run's, …)
+    CHECKPOINT_WARNING = "checkpoint_warning"    # a checkpoint not written or an older one not deleted (a
+                                                 # folder in the way, an immutable file); the run goes on
     HISTORY_GAP = "history_gap"                  # a resume found the database behind its checkpoint
     PLACED = "placed"                            # Ray executor: where the run's workers (or the run) are
     WORKER_RESTARTED = "worker_restarted"        # a dead Ray worker replaced, its work resubmitted

@@ -16,11 +16,11 @@ from pathlib import Path
 from ..bundle import BUNDLE_FORMAT, MULTI_FORMAT, BundleError, bundle_rows
 from ..paths import RUN_ID_RE, UnsafeRunId, check_run_id
 from ..vocabulary import TASK_COLUMNS
-from .base import EVENT_EXCERPT_CHARS, LOCK_WAIT_S, dumps
+from .base import EVENT_EXCERPT_CHARS, LOCK_WAIT_S, RunGone, dumps
 from .commands import COMMAND_MAX_BYTES, CommandsMixin, parse_command, payload_excerpt
 from .liveness import LivenessMixin, engine_gone, pid_alive, process_start
 from .reads import ReadsMixin
-from .runs import RunsMixin, new_run_id
+from .runs import RUN_TABLES, RunInUse, RunsMixin, new_run_id
 from .schema import (FTS_COLUMNS, MIGRATIONS, SCHEMA_VERSION, StoreError, WriteError, connect, is_disk_full,
                      write_transaction)
 from .search import SearchMixin
@@ -29,10 +29,10 @@ from .writes import KEPT_ON_REWIND, WritesMixin
 
 __all__ = [
     "BUNDLE_FORMAT", "COMMAND_MAX_BYTES", "EVENT_EXCERPT_CHARS", "FTS_COLUMNS", "KEPT_ON_REWIND", "LOCK_WAIT_S",
-    "MIGRATIONS", "MULTI_FORMAT", "RUN_ID_RE", "SCHEMA_VERSION", "TASK_COLUMNS", "BundleError", "Store",
-    "StoreError", "UnsafeRunId", "WriteError", "bundle_rows", "check_run_id", "connect", "dumps", "engine_gone",
-    "is_disk_full", "new_run_id", "open_store", "parse_command", "payload_excerpt", "pid_alive", "process_start",
-    "write_transaction",
+    "MIGRATIONS", "MULTI_FORMAT", "RUN_ID_RE", "RUN_TABLES", "SCHEMA_VERSION", "TASK_COLUMNS", "BundleError",
+    "RunGone", "RunInUse", "Store", "StoreError", "UnsafeRunId", "WriteError", "bundle_rows", "check_run_id",
+    "connect", "dumps", "engine_gone", "is_disk_full", "new_run_id", "open_store", "parse_command",
+    "payload_excerpt", "pid_alive", "process_start", "write_transaction",
 ]
 
 

@@ -13,7 +13,7 @@ from typing import Any
 
 import sqlite_utils
 
-from .schema import connect, database_id, expand, write_transaction
+from .schema import StoreError, connect, database_id, expand, signed_checkpoints_since, write_transaction
 
 LOCK_WAIT_S = 30.0              # how long a reader's write (notes, a command) waits for the engine's
 EVENT_EXCERPT_CHARS = 300       # how much of a rejected payload its event keeps
@@ -55,6 +55,20 @@ def insert_events(conn: sqlite3.Connection, rows: Iterable[tuple], with_ids: boo
     return int(conn.execute("SELECT last_insert_rowid()").fetchone()[0])
 
 
+class RunGone(StoreError):
+    """A write for a run whose row is gone (deleted while its engine ran, by an older version or
+    by hand): nothing of the write is kept, so no row is left without its run."""
+
+    def __init__(self, run_id: str, path: Path):
+        super().__init__(f"run {run_id} is no longer in {path}: it was deleted while its engine ran")
+
+
+def require_run(conn: sqlite3.Connection, run_id: str, path: Path) -> None:
+    """In the caller's write transaction: raise RunGone if the run's row is not there."""
+    if conn.execute("SELECT 1 FROM runs WHERE id = ?", [run_id]).fetchone() is None:
+        raise RunGone(run_id, path)
+
+
 def _now() -> float:
     return time.time()
 
@@ -79,6 +93,17 @@ class StoreBase:
     def database_id(self) -> str:
         """The id stored inside the file (migration 004): what checkpoint folders and files name."""
         return database_id(self.db.conn, self.path)
+
+    def signs_checkpoints(self) -> bool:
+        """Has an engine of this database written a signed checkpoint (format 2)? Then its runs
+        never load an unsigned one unless the user says so (checkpoint.load's `unowned_ok`)."""
+        return signed_checkpoints_since(self.db.conn) is not None
+
+    def mark_signed_checkpoints(self) -> None:
+        """Said by an engine before it writes its first signed checkpoint; the first time counts."""
+        with self._write() as conn:
+            conn.execute("UPDATE _database SET signed_checkpoints_since = ? WHERE signed_checkpoints_since IS NULL",
+                         [_now()])
 
     def _write(self):
         return write_transaction(self.db.conn, self.path, self.lock_wait_s)

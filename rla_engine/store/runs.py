@@ -1,23 +1,34 @@
-"""Runs: creating one, the fields of its row (status, heartbeat, notes, tags, archive), listing, ending, deleting."""
+"""Runs: creating one, the fields of its row (status, heartbeat, notes, tags, archive), listing,
+ending, deleting (under the run's engine lock), and the rows a deleted run left behind."""
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import secrets
 import socket
 import time
 from typing import Any, cast
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 
-from ..paths import UnsafeRunId, check_run_id
+from ..paths import (LOCK, RunBusy, UnsafeRunId, check_run_id, checkpoints_dir, hold_lock, owned_by,
+                     remove_run_files, unlock_run)
 from ..summary import run_duration
 from ..text import printable
 from ..vocabulary import FINAL, LIVE, RunRow, Status
-from .base import _now, dumps, insert_events
+from .base import _now, dumps, insert_events, require_run
 from .liveness import process_start
 from .reads import RUN_COLUMNS, TEXT, ReadsMixin, checked
 from .schema import StoreError
 from .writes import WritesMixin
+
+
+# every table whose rows belong to one run (by run_id): what deleting a run deletes
+RUN_TABLES = ("metrics", "iterations", "events", "commands", "tasks")
+
+
+class RunInUse(StoreError):
+    """A run whose engine holds it (its lock, or a live status): it cannot be deleted now."""
 
 
 def new_run_id() -> str:
@@ -123,12 +134,15 @@ class RunsMixin(WritesMixin, ReadsMixin):
         a later resume's rewind keeps it) and its final status."""
         t = _now()
         with self._write() as conn:
+            require_run(conn, run_id, self.path)
             insert_events(conn, [(run_id, iteration, t, status, dumps(payload))])
             conn.execute("UPDATE runs SET status = ?, heartbeat_at = ?, ended_at = ?, error = coalesce(?, error) "
                          "WHERE id = ?", [status, t, t, error, run_id])
 
-    def heartbeat(self, run_id: str) -> None:
-        self._update_run(run_id, heartbeat_at=_now())
+    def heartbeat(self, run_id: str) -> bool:
+        """Stamp the run's heartbeat; False if its row is gone (deleted under its engine)."""
+        with self._write() as conn:
+            return conn.execute("UPDATE runs SET heartbeat_at = ? WHERE id = ?", [_now(), run_id]).rowcount > 0
 
     def set_notes(self, run_id: str, notes: str) -> None:
         self._update_run(run_id, notes=notes)
@@ -140,10 +154,54 @@ class RunsMixin(WritesMixin, ReadsMixin):
         self._update_run(run_id, archived=int(archived))
 
     def delete_run(self, run_id: str) -> None:
-        with self._write() as conn:
-            for table in ("metrics", "iterations", "events", "commands", "tasks"):
-                conn.execute(f"DELETE FROM {table} WHERE run_id = ?", [run_id])
-            conn.execute("DELETE FROM runs WHERE id = ?", [run_id])
+        """Delete the run's rows, then its files (checkpoints, log, config: paths.remove_run_files),
+        holding the run's engine lock throughout. An engine that took the lock first (a `rla
+        resume` that has not yet marked the run live, too) makes this a RunInUse; one that
+        comes after finds the run gone and changes nothing."""
+        with self._engine_lock(run_id):
+            with self._write() as conn:
+                for table in RUN_TABLES:
+                    conn.execute(f"DELETE FROM {table} WHERE run_id = ?", [run_id])
+                conn.execute("DELETE FROM runs WHERE id = ?", [run_id])
+            with contextlib.suppress(UnsafeRunId):     # a row from elsewhere whose id is no file name has no files
+                remove_run_files(self.path, run_id, self.database_id)
+
+    @contextlib.contextmanager
+    def _engine_lock(self, run_id: str) -> Iterator[None]:
+        """The run's engine lock (paths.lock_run), not waited for. Only in a checkpoint folder of
+        this database: an imported copy's folder is another database's run, and a link is never
+        followed; a lock file that cannot be opened (a planted link) keeps engines out as well."""
+        try:
+            folder = checkpoints_dir(self.path, run_id)
+            ours = not folder.is_symlink() and folder.is_dir() and owned_by(folder, self.database_id, self.path)
+        except UnsafeRunId:
+            ours = False
+        fd = None
+        if ours:
+            try:
+                fd = hold_lock(folder / LOCK, "an engine")
+            except RunBusy as e:      # "unknown": caught between taking the lock and writing its pid
+                who = "an engine holds its lock" if e.holder == "unknown" else f"engine {e.holder}"
+                raise RunInUse(f"run {run_id} is live ({who}); stop it before deleting it") from None
+            except OSError:
+                pass
+        try:
+            yield
+        finally:
+            if fd is not None:
+                unlock_run(fd)
+
+    def orphaned_rows(self, remove: bool = False) -> dict[str, int]:
+        """Rows of runs whose run row is gone (an engine that went on after its run was deleted
+        by an older version, a hand edit), by table; with `remove`, deleted in one transaction."""
+        orphan = "NOT EXISTS (SELECT 1 FROM runs WHERE runs.id = {0}.run_id)"     # a NULL run_id too
+        with self._write() if remove else self._snapshot() as conn:
+            counts = {table: conn.execute(f"SELECT count(*) FROM {table} WHERE {orphan.format(table)}").fetchone()[0]
+                      for table in RUN_TABLES}
+            if remove:
+                for table in RUN_TABLES:
+                    conn.execute(f"DELETE FROM {table} WHERE {orphan.format(table)}")
+        return counts
 
     def run_summaries(self, keys: Iterable[str], include_archived: bool = False) -> list[dict]:
         """Run rows with the last value of `keys` and a duration, for history tables."""

@@ -182,10 +182,26 @@ def _m005_command_outcome(db: sqlite_utils.Database) -> None:
     db.execute("ALTER TABLE commands ADD COLUMN detail TEXT")
 
 
+def _m006_signed_checkpoints(db: sqlite_utils.Database) -> None:
+    """Since when the database's engines sign their checkpoints (format 2; NULL: never yet): from
+    then on a resume of its runs refuses an unsigned file (checkpoint.load's `unowned_ok`). A
+    database that already has runs started or resumed by a program that signs (the one that
+    added migration 004, the database id the signature names) is marked from the first of them."""
+    db.execute("ALTER TABLE _database ADD COLUMN signed_checkpoints_since FLOAT")
+    db.execute("UPDATE _database SET signed_checkpoints_since = (SELECT min(t) FROM ("
+               "SELECT created_at AS t FROM runs UNION ALL SELECT t FROM events WHERE kind = ?) "
+               "WHERE t >= (SELECT applied_at FROM _migrations WHERE name = '004_database_id'))",
+               [RESUMED_EVENT])
+
+
+# the event a resume writes (vocabulary.EventKind.RESUMED_FROM_CHECKPOINT), as stored when 006 was written
+RESUMED_EVENT = "resumed_from_checkpoint"
+
 MIGRATIONS: list[tuple[str, Any]] = [("001_schema", _m001_schema), ("002_runs_fts", _m002_runs_fts),
                                      ("003_process_start", _m003_process_start),
                                      ("004_database_id", _m004_database_id),
-                                     ("005_command_outcome", _m005_command_outcome)]
+                                     ("005_command_outcome", _m005_command_outcome),
+                                     ("006_signed_checkpoints", _m006_signed_checkpoints)]
 SCHEMA_VERSION = len(MIGRATIONS)   # what this program writes; `migrate` reads MIGRATIONS itself
 
 
@@ -227,6 +243,12 @@ def database_id(conn: sqlite3.Connection, path: Path) -> str:
     if row is None or not isinstance(row[0], str) or not row[0]:
         raise StoreError(f"database {path} is damaged: its id (table _database) is missing")
     return row[0]
+
+
+def signed_checkpoints_since(conn: sqlite3.Connection) -> float | None:
+    """When the database's engines began signing checkpoints (migration 006), None if never yet."""
+    row = conn.execute("SELECT signed_checkpoints_since FROM _database LIMIT 1").fetchone()
+    return row[0] if row is not None and isinstance(row[0], (int, float)) else None
 
 
 # -- opening --------------------------------------------------------------------------------

@@ -5,7 +5,7 @@ import sqlite3
 from collections.abc import Iterable
 
 from ..vocabulary import TASK_COLUMNS, EventKind
-from .base import StoreBase, _finite, _now, dumps, insert_events
+from .base import StoreBase, _finite, _now, dumps, insert_events, require_run
 
 KEPT_ON_REWIND = (EventKind.FAILED.value,)    # a resume replays iterations, but a failure stays in the history
 
@@ -25,6 +25,7 @@ class WritesMixin(StoreBase):
     def _commit_rows(self, conn: sqlite3.Connection, run_id: str, iteration: int, *, env_steps: int,
                      wall_s: float, metrics: dict[str, float], events: list[tuple[str, dict]],
                      tasks: list[dict], t: float) -> None:
+        require_run(conn, run_id, self.path)
         conn.executemany("INSERT OR REPLACE INTO metrics (run_id, iteration, key, value, t) "
                          "VALUES (?, ?, ?, ?, ?)",
                          [(run_id, iteration, k, float(v), t) for k, v in metrics.items()])
@@ -44,6 +45,7 @@ class WritesMixin(StoreBase):
 
     def write_tasks(self, run_id: str, tasks: list[dict]) -> None:
         with self._write() as conn:
+            require_run(conn, run_id, self.path)
             self._upsert_tasks(conn, run_id, tasks)
 
     def rewind(self, run_id: str, iteration: int, since: int | None = None) -> int:
@@ -64,7 +66,9 @@ class WritesMixin(StoreBase):
         return gone
 
     def add_event(self, run_id: str, iteration: int, kind: str, payload: dict | None = None) -> int:
+        """One event of a run that is there (else RunGone: no event outlives its run)."""
         with self._write() as conn:
+            require_run(conn, run_id, self.path)
             return insert_events(conn, [(run_id, iteration, _now(), kind, dumps(payload or {}))])
 
     def insert_history(self, run_id: str, metrics: Iterable[tuple[int, str, float, float]],

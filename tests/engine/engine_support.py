@@ -1,8 +1,11 @@
-"""Helpers shared by the engine tests that drive the real `rla` command."""
+"""Helpers shared by the engine tests that drive the real `rla` command, or an engine in this process."""
 import os
+import signal
 import subprocess
 import sys
 import time
+
+import pytest
 
 TINY = ["--preset", "tiny"]          # resources/presets/tiny.toml: seconds per run
 
@@ -41,3 +44,22 @@ def one_line_error(res) -> str:
     lines = res.stderr.strip().splitlines()
     assert len(lines) == 1, res.stderr
     return lines[0]
+
+
+@pytest.fixture
+def keep_signal_handlers():
+    """An in-process engine installs its own SIGINT/SIGTERM handlers; pytest's come back after
+    (a module that runs engines in this process: `pytestmark = pytest.mark.usefixtures(...)`)."""
+    before = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+    yield
+    for s, handler in before.items():
+        signal.signal(s, handler)
+
+
+def train(db, run_id, iterations, *sets, lines=None) -> int:
+    """Start run `run_id` of the tiny preset in this process; its exit code. `lines` collects
+    what it prints."""
+    from rla_engine import launch
+    from rla_engine.config import build
+    cfg = build(preset="tiny", sets=list(sets), iterations=iterations)
+    return launch.start_run(db, run_id, cfg, preset="tiny", out=(lambda _line: None) if lines is None else lines.append)

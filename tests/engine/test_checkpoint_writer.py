@@ -3,6 +3,8 @@ the loop does next, a failed write fails the run where a failed checkpoint did, 
 writes them in the background is resumable from each and stores the same metrics."""
 from __future__ import annotations
 
+import errno
+
 import torch
 
 from rla_engine import checkpoint
@@ -29,9 +31,22 @@ def test_the_file_holds_the_state_of_the_boundary_while_the_loop_changes_it(tmp_
     assert writer.durable == 4 and path == checkpoint.path_of(tmp_path, 4)
 
 
-def test_a_failed_write_is_raised_on_the_loops_thread_naming_the_iteration(tmp_path):
+def disk_full_at(monkeypatch, iteration: int) -> None:
+    """The write of `iteration`'s checkpoint fails as on a full disk (after its temporary file exists)."""
+    real = checkpoint.write_whole
+
+    def write_whole(final, tmp, *chunks):
+        if final.name == checkpoint.path_of(final.parent, iteration).name:
+            tmp.write_bytes(b"partial")
+            tmp.unlink()
+            raise OSError(errno.ENOSPC, "No space left on device", str(tmp))
+        real(final, tmp, *chunks)
+    monkeypatch.setattr(checkpoint, "write_whole", write_whole)
+
+
+def test_a_failed_write_is_raised_on_the_loops_thread_naming_the_iteration(tmp_path, monkeypatch):
     writer = CheckpointWriter(tmp_path, keep=2, owner=None, durable=1)
-    checkpoint.path_of(tmp_path, 2).mkdir(parents=True)      # the rename onto it fails
+    disk_full_at(monkeypatch, 2)
     writer.submit(2, {"iteration": 2, "w": torch.zeros(3)})
     try:
         writer.wait()
@@ -47,12 +62,12 @@ def test_a_failed_write_is_raised_on_the_loops_thread_naming_the_iteration(tmp_p
     assert writer.durable == 3
 
 
-def test_a_run_that_fails_to_write_a_checkpoint_keeps_what_it_committed(tmp_path):
+def test_a_run_that_fails_to_write_a_checkpoint_keeps_what_it_committed(tmp_path, monkeypatch):
     store = open_store(tmp_path / "h.db")
     cfg = build(preset="tiny", sets=["run.iterations=6"])
     tr = Trainer(cfg, torch.device("cpu"))
     store.create_run("r", name="blocked", preset="", config=cfg.to_dict(), device="cpu")
-    checkpoint.path_of(checkpoints_dir(store.path, "r"), 3).mkdir(parents=True)
+    disk_full_at(monkeypatch, 3)
     lines: list[str] = []
     assert Runner(store, "r", tr, 6, out=lines.append).run() == 1
     run = store.get_run("r")

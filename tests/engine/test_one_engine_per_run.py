@@ -8,32 +8,19 @@ from __future__ import annotations
 
 import os
 import shutil
-import signal
 import sqlite3
 import sys
 
 import pytest
 
 from rla_engine import checkpoint, cli, launch
-from rla_engine.config import build
 from rla_engine.paths import checkpoints_dir
 from rla_engine.store import Store, open_store
 
-from engine_support import TINY, only_run, spawn, wait_for
+from engine_support import TINY, keep_signal_handlers, only_run, spawn, train, wait_for  # noqa: F401 (a fixture)
 
 
-@pytest.fixture(autouse=True)
-def keep_signal_handlers():
-    """An in-process engine installs its own SIGINT/SIGTERM handlers; pytest's come back after."""
-    before = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
-    yield
-    for s, handler in before.items():
-        signal.signal(s, handler)
-
-
-def train(db, run_id, iterations, *sets, lines=None) -> int:
-    cfg = build(preset="tiny", sets=list(sets), iterations=iterations)
-    return launch.start_run(db, run_id, cfg, preset="tiny", out=_sink(lines))
+pytestmark = pytest.mark.usefixtures("keep_signal_handlers")
 
 
 def resume(db, run_id, iterations=1, lines=None) -> int:

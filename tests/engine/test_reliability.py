@@ -16,7 +16,7 @@ import pytest
 from rla_engine import checkpoint
 from rla_engine.client import EngineClient
 from rla_engine.paths import checkpoints_dir, claim, log_path
-from rla_engine.store import StoreError, WriteError, open_store
+from rla_engine.store import SCHEMA_VERSION, StoreError, WriteError, open_store
 from rla_engine.vocabulary import CommandOutcome
 
 from engine_support import TINY, one_line_error, only_run, rla, spawn, wait_for
@@ -156,10 +156,10 @@ def test_when_the_disk_fills_the_reserve_is_given_up_to_record_the_failure(tmp_p
     real_save, real_end = checkpoint.save, store.end_run
     reserve_seen = []
 
-    def save(folder, iteration, state, keep, owner=None):
+    def save(folder, iteration, state, keep, owner=None, unpruned=None):
         if iteration == 3:
             raise OSError(errno.ENOSPC, "No space left on device")
-        return real_save(folder, iteration, state, keep, owner)
+        return real_save(folder, iteration, state, keep, owner, unpruned)
 
     def end_run(*a, **kw):       # the first try meets the full disk; the reserve makes room
         if not reserve_seen:
@@ -299,7 +299,7 @@ def test_a_database_from_a_newer_program_is_refused_naming_both_versions(tmp_pat
         c.close()
         before = db.read_bytes()
         line = one_line_error(rla("runs", db=db))
-        assert "newer version" in line and "this program knows schema version 5" in line
+        assert "newer version" in line and f"this program knows schema version {SCHEMA_VERSION}" in line
         assert ("version 42" in line) if "42" in how else ("077_future" in line)
         assert db.read_bytes() == before
 

@@ -93,7 +93,7 @@ def test_new_database_gets_schema_through_named_migrations(tmp_db):
         metric_cols = [r[1] for r in c.execute("PRAGMA table_info(metrics)")]
     assert {"_migrations", "runs", "iterations", "metrics", "events", "commands", "tasks"} <= tables
     assert migrations == ["001_schema", "002_runs_fts", "003_process_start", "004_database_id",
-                          "005_command_outcome"]
+                          "005_command_outcome", "006_signed_checkpoints"]
     assert metric_cols == ["run_id", "iteration", "key", "value", "t"]
 
 
@@ -147,7 +147,7 @@ def test_a_new_migration_is_applied_once_to_an_existing_database(tmp_db, monkeyp
     with raw(tmp_db) as c:
         assert [r[0] for r in c.execute("SELECT name FROM _migrations ORDER BY name")] == \
             ["001_schema", "002_runs_fts", "003_process_start", "004_database_id", "005_command_outcome",
-             "999_extra"]
+             "006_signed_checkpoints", "999_extra"]
         assert "extra" in [r[1] for r in c.execute("PRAGMA table_info(runs)")]
 
 
