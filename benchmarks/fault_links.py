@@ -12,12 +12,11 @@ from __future__ import annotations
 import shutil
 import sqlite3
 import sys
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from fault_support import ROOT, Verdict, last_line, rla, table, tiny
+from fault_support import Verdict, last_line, rla, run_cases, run_standalone, tiny
 
 
 def ckpt(db: Path, run_id: str) -> Path:
@@ -136,24 +135,8 @@ CASES = [folder_is_link, older_version_folder, newest_is_link_to_other_run, newe
 
 
 def campaign(root: Path, verdict: Verdict, say=print) -> dict:
-    rows = []
-    for case in CASES:
-        d = root / case.__name__
-        d.mkdir(parents=True)
-        try:
-            ok, what = case(d)
-        except Exception as e:      # the harness reports, it does not die
-            ok, what = False, f"{type(e).__name__}: {e}"
-        verdict.check(f"links: {case.__name__.replace('_', ' ')}", ok, what)
-        rows.append((case.__name__.replace("_", " "), 1, int(ok)))
-    say(table("links: the checkpoint folder as a hostile user leaves it", rows, ("attack", "tried", "held")))
-    return {"tried": len(rows), "held": sum(r[2] for r in rows)}
+    return run_cases("links", "the checkpoint folder as a hostile user leaves it", CASES, root, verdict, say)
 
 
 if __name__ == "__main__":
-    import os
-    os.chdir(ROOT)
-    v = Verdict()
-    with tempfile.TemporaryDirectory(prefix="rla-links-") as tmp:
-        campaign(Path(tmp), v)
-    sys.exit(v.report())
+    sys.exit(run_standalone(campaign, "links"))

@@ -21,9 +21,10 @@ import sqlite3
 import struct
 import subprocess
 import sys
+import tempfile
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -136,23 +137,29 @@ def sigstop(pid: int, timeout: float = 30.0) -> bool:
     return False
 
 
-def write_lock_holders(shm: Path) -> set[int]:
-    """Pids holding SQLite's WAL write lock on this database: an exclusive POSIX lock on byte
-    120 of the -shm file (WALINDEX_LOCK_OFFSET + WAL_WRITE_LOCK), as /proc/locks lists it."""
+def _locks_on(path: Path) -> list[list[str]]:
+    """The locks held on `path`'s file, as /proc/locks lists them (each line split: type, access,
+    pid, device:inode, start, …); locks waited for ("->") left out. Seen from outside, never by
+    trying a lock (which would make its holder's own try fail)."""
     try:
-        ino = os.stat(shm).st_ino
+        ino = os.stat(path).st_ino
         with open("/proc/locks") as f:
             text = f.read()
     except OSError:
-        return set()
-    held = set()
-    for line in text.splitlines():
-        p = line.split()
-        if "->" in p or len(p) < 8 or p[1] != "POSIX" or p[3] != "WRITE":
-            continue
-        if p[5].rsplit(":", 1)[-1] == str(ino) and p[6] == "120":
-            held.add(int(p[4]))
-    return held
+        return []
+    rows = (line.split() for line in text.splitlines())
+    return [p for p in rows if len(p) >= 8 and "->" not in p and p[5].rsplit(":", 1)[-1] == str(ino)]
+
+
+def write_lock_holders(shm: Path) -> set[int]:
+    """Pids holding SQLite's WAL write lock on this database: an exclusive POSIX lock on byte
+    120 of the -shm file (WALINDEX_LOCK_OFFSET + WAL_WRITE_LOCK)."""
+    return {int(p[4]) for p in _locks_on(shm) if p[1] == "POSIX" and p[3] == "WRITE" and p[6] == "120"}
+
+
+def flock_holders(path: Path) -> set[int]:
+    """Pids holding a BSD lock (flock) on `path`: a run's engine.lock."""
+    return {int(p[4]) for p in _locks_on(path) if p[1] == "FLOCK"}
 
 
 def open_tmp(pid: int, folder: Path) -> bool:
@@ -433,6 +440,37 @@ class Verdict:
         for line in bad[:most]:
             print("  - " + line)
         return 1 if bad else 0
+
+
+def run_cases(label: str, title: str, cases: Sequence[Callable[[Path], tuple[bool, str]]], root: Path,
+              verdict: Verdict, say=print) -> dict:
+    """A class's campaign of one-folder cases (`case(folder) -> (held, what happened)`): each case
+    in its own folder under `root`, checked as the guarantee "<label>: <case name>", a table of
+    them said; {"tried", "held"}. A case that raises has not held: the harness reports, it does
+    not die."""
+    rows = []
+    for case in cases:
+        d = root / case.__name__
+        d.mkdir(parents=True)
+        try:
+            ok, what = case(d)
+        except Exception as e:
+            ok, what = False, f"{type(e).__name__}: {e}"
+        name = case.__name__.replace("_", " ")
+        verdict.check(f"{label}: {name}", ok, what)
+        rows.append((name, 1, int(ok), what[:90]))
+    say(table(f"{label}: {title}", rows, ("attack", "tried", "held", "what happened")))
+    return {"tried": len(rows), "held": sum(r[2] for r in rows)}
+
+
+def run_standalone(campaign: Callable[..., dict], name: str) -> int:
+    """A class's module run by itself: its campaign in a temporary folder from the project root;
+    the exit code (1 when a guarantee was violated) with how long it took."""
+    os.chdir(ROOT)
+    verdict, started = Verdict(), time.monotonic()
+    with tempfile.TemporaryDirectory(prefix=f"rla-{name}-") as tmp:
+        campaign(Path(tmp), verdict)
+    return verdict.report(took=f" in {time.monotonic() - started:.0f} s")
 
 
 # -- the console, in a child process ----------------------------------------------------------

@@ -2,8 +2,11 @@
 console + `rla runs` under a held write lock; and the second campaign's classes, each in its own
 module: two engines of one run (fault_twins), links and planted files in the checkpoint folder
 (fault_links), hostile imports (fault_imports), hand-edited rows (fault_rows), hostile model
-folders (fault_models), an unreachable Ray address (fault_ray). Prints its figures; exits 1 when
-a guarantee is violated.
+folders (fault_models), an unreachable Ray address (fault_ray); and the third campaign's: extreme
+numbers in the console and reports (fault_numbers), data text drawn as markup (fault_text), exports
+aimed at the database's own files (fault_exports), delete against resume and checkpoint owners
+(fault_lifecycle), special files and control characters as input (fault_inputs). Prints its
+figures; exits 1 when a guarantee is violated.
 
     .venv/bin/python benchmarks/faults.py [--kills N] [--seconds S] [--only crash,disk,concurrency,...]
 
@@ -24,8 +27,8 @@ import random
 import re
 import resource
 import shutil
-import sqlite3
 import signal
+import sqlite3
 import statistics
 import subprocess
 import sys
@@ -38,12 +41,39 @@ from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from fault_support import (LOCK_TEXT, ROOT, Engine, Verdict, committed, compare, comparable, connect,
-                           fill, fsize_limit, half_iterations, integrity, last_line, mount_tmpfs, open_tmp,
-                           read_console, rla, run_ids, run_row, sigstop, start_console, stop_console, table, tiny,
-                           tmp_files,
-                           umount, wait_for_run, wal_uncommitted_frames, write_lock_holders)
 import itertools
+
+from fault_support import (
+    LOCK_TEXT,
+    ROOT,
+    Engine,
+    Verdict,
+    committed,
+    comparable,
+    compare,
+    connect,
+    fill,
+    fsize_limit,
+    half_iterations,
+    integrity,
+    last_line,
+    mount_tmpfs,
+    open_tmp,
+    read_console,
+    rla,
+    run_ids,
+    run_row,
+    sigstop,
+    start_console,
+    stop_console,
+    table,
+    tiny,
+    tmp_files,
+    umount,
+    wait_for_run,
+    wal_uncommitted_frames,
+    write_lock_holders,
+)
 
 CKPT_NAME = re.compile(r"^it-(\d{9})\.pt$")
 NO_SPACE = re.compile(r"no space|disk is full|file too large|ENOSPC|EFBIG|errno 28|errno 27", re.I)
@@ -426,8 +456,8 @@ def landed(error: str, output: str) -> str:
 
 def _log_case(db: Path, method: str, mount: Path):
     """The console's way of starting an engine (EngineClient: output to <db dir>/logs/<id>.log)."""
-    from rla_engine.config import build
     from rla_engine.client import EngineClient
+    from rla_engine.config import build
     from rla_engine.paths import log_path
 
     async def go():
@@ -662,9 +692,12 @@ def concurrency(root: Path, seconds: float = 120, engines: int = 3, iterations: 
             "errors": errors}
 
 
-# the second campaign's classes: --only name -> the module whose campaign(root, verdict) runs it
+# the second and third campaigns' classes: --only name -> the module whose campaign(root, verdict) runs it
 SECOND_CAMPAIGN = {"twins": "fault_twins", "links": "fault_links", "imports": "fault_imports",
                    "rows": "fault_rows", "models": "fault_models", "ray": "fault_ray"}
+THIRD_CAMPAIGN = {"numbers": "fault_numbers", "text": "fault_text", "exports": "fault_exports",
+                  "lifecycle": "fault_lifecycle", "inputs": "fault_inputs"}
+CLASSES = {**SECOND_CAMPAIGN, **THIRD_CAMPAIGN}
 
 
 def main() -> int:
@@ -672,7 +705,7 @@ def main() -> int:
     ap.add_argument("--kills", type=int, default=60)
     ap.add_argument("--seconds", type=float, default=120.0, help="least length of the concurrency part")
     ap.add_argument("--iterations", type=int, default=30, help="iterations of each killed run")
-    ap.add_argument("--only", default=",".join(("crash", "disk", "concurrency", *SECOND_CAMPAIGN)))
+    ap.add_argument("--only", default=",".join(("crash", "disk", "concurrency", *CLASSES)))
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--keep", action="store_true", help="keep the temporary folder")
     a = ap.parse_args()
@@ -688,9 +721,9 @@ def main() -> int:
         if "concurrency" in only:
             concurrency(root / "conc", seconds=a.seconds, seed=a.seed, verdict=v)
         counts = {name: importlib.import_module(module).campaign(root / name, v)
-                  for name, module in SECOND_CAMPAIGN.items() if name in only}
+                  for name, module in CLASSES.items() if name in only}
         if counts:
-            print(table("second campaign: attacks tried / held, by class",
+            print(table("second and third campaigns: attacks tried / held, by class",
                         [(name, c["tried"], c["held"]) for name, c in counts.items()], ("class", "tried", "held")))
     finally:
         if not a.keep:

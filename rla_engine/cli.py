@@ -3,10 +3,13 @@ what it prints. Exit codes: 0 done, 2 invalid input (one line, no traceback), 1 
 (the run is marked failed). Torch is imported only by `run` and `resume` (rla_engine.launch)."""
 from __future__ import annotations
 
+from .output import quiet_while_starting
+
+_imported = quiet_while_starting("rla")   # Ctrl-C during the imports below (~0.3 s): one line, no traceback
+
 import argparse
 import json
 import math
-import signal
 import sqlite3
 import subprocess
 import sys
@@ -17,22 +20,23 @@ from .ablation.arms import ARMS, DIAGNOSTIC_ARMS
 from .alerts import describe, open_alerts
 from .config import ConfigError, build, preset_description, preset_names
 from .errors import ExecutorError, InputError
-from .export import FORMATS
+from .export import FORMATS, ExportInputError
 from .export.bundles import read_bundles
-from .export.command import PROG, RendererMissing, render_command, run_export, terminate_as_interrupt
+from .export.command import (PROG, RendererMissing, added_charts, chart_json_option, chart_option, render_command,
+                             run_export, run_renderer)
 from .export.renderer import renderer_command
-from .launch import resume_run, start_run
+from .launch import UNOWNED_FLAG, resume_run, start_run
 from .names import config_label, default_group
 from .output import say
 from .ablation.arms import check_group
 from .paths import RunBusy, UnsafeRunId, check_run_id, default_db_path, lock_group, unlock_run
 from .store import StoreError, new_run_id, open_store
-from .summary import SUMMARY_KEYS, run_duration
+from .spread import mean_std
+from .summary import SUMMARY_KEYS, figure, run_duration
 from .text import json_safe, printable, shown
 from .vocabulary import LIVE, EventKind, TaskStatus
 
-
-RENDERER_GRACE_S = 30.0    # an interrupted HTML/PDF renderer's time to remove its temporary file
+_imported()    # from here on Ctrl-C is a KeyboardInterrupt again: main() says "interrupted" (130)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -84,6 +88,12 @@ def _parser() -> argparse.ArgumentParser:
     res.add_argument("run_id")
     res.add_argument("--iterations", type=int, help="run N more iterations (default: up to the run's target)")
     res.add_argument("--device", choices=("auto", "cpu", "cuda"), help="where to continue (default: the run's own)")
+    res.add_argument(UNOWNED_FLAG, action="store_true",
+                     help="load a checkpoint that names no owner (an older version's, or one stripped of its "
+                          "signature) although this database signs its own: it may come from another run or database")
+    doc = sub.add_parser("doctor", help="find what deleted runs left (rows of no run, checkpoint folders); "
+                                        "--fix removes it")
+    doc.add_argument("--fix", action="store_true", help="remove what was found")
 
     runs = sub.add_parser("runs", help="list runs")
     runs.add_argument("--json", action="store_true")
@@ -100,13 +110,15 @@ def _parser() -> argparse.ArgumentParser:
                                                   "beside it (OUT.csv -> OUT.events.csv, "
                                                   "OUT.parquet -> OUT.events.parquet)")
     exp.add_argument("--force", action="store_true", help="overwrite existing files")
-    exp.add_argument("--chart", action="append", default=[], metavar="KEY[,KEY…]",
+    exp.add_argument("--chart", action="append", dest="charts", default=[], metavar="KEY[,KEY…]", type=chart_option,
                      help="HTML/PDF: add a chart of these metric keys (repeat for several), as the console's "
                           "Add chart… does")
+    exp.add_argument("--chart-json", action="append", dest="charts", metavar="JSON", type=chart_json_option,
+                     help="as --chart, the keys as a JSON list, exactly: '[\"a,b\", \"-x\"]' (commas, spaces, dashes)")
     imp = sub.add_parser("import", help="import runs from a JSON export into this database")
     imp.add_argument("file")
     imp.add_argument("--as", dest="as_id", metavar="RUN_ID", help="store the (single) run under this id")
-    for sp in (run, abl, res, runs, show, exp, imp):
+    for sp in (run, abl, res, runs, show, exp, imp, doc):
         sp.add_argument("--db", help="database file (default: $RLA_DB or the user data dir)")
     return p
 
@@ -148,15 +160,16 @@ def cmd_ablate(a) -> int:
     label = config_label(a.preset, a.config, base.task.family)
     group = ablation_arms.check_group(a.group or default_group(label, a.budget))
     planned = ablation_arms.plan(base, group, arms, seeds, a.budget)
-    store = _open(a.db)
     out = Path(a.out) if a.out else Path(f"{group}.md")
+    ablation_outputs.check_outputs_for(out, group, a.force, _db_path(a.db))   # a bad --out creates nothing
+    store = _open(a.db)
     try:
         claim = lock_group(store.path, group)
     except RunBusy as e:
         raise InputError(f"group {group} is being run by {e.who} ({e.holder}); nothing was changed") from None
     try:
         # every output is checked before the first run starts: a bad --out costs nothing
-        outputs = ablation_outputs.plan_outputs(out, group, a.force)
+        outputs = ablation_outputs.plan_outputs(out, group, a.force, store.path)
         return _ablate(a, store, base, planned, group, label, seeds, arms, outputs)
     finally:
         unlock_run(claim)
@@ -193,7 +206,17 @@ def _ablate(a, store, base, planned, group: str, label: str, seeds: list[int], a
 
 
 def cmd_resume(a) -> int:
-    return resume_run(_db_path(a.db), _run_id(a.run_id), iterations=a.iterations, device=a.device)
+    return resume_run(_db_path(a.db), _run_id(a.run_id), iterations=a.iterations, device=a.device,
+                      accept_unowned=a.accept_unowned_checkpoints)
+
+
+def cmd_doctor(a) -> int:
+    from .doctor import examine
+    store = _open(a.db, create=False)
+    print(f"database {store.path}")
+    for line in examine(store, fix=a.fix).lines(fixed=a.fix):
+        print(printable(line))
+    return 0
 
 
 # -- reading ------------------------------------------------------------------------------
@@ -225,7 +248,7 @@ def cmd_runs(a) -> int:
     for r in rows:
         def f(k, r=r):
             v = r[k]
-            return "  -  " if v is None else f"{v:5.2f}" if math.isfinite(v) else "  ?  "
+            return "  -  " if v is None else f"{figure(v, 2, grouped=False):>5}" if math.isfinite(v) else "  ?  "
         damaged = f"  [damaged: {', '.join(r['damaged'])}]" if r.get("damaged") else ""
         print(f"{shown(r, 'id'):<22} {shown(r, 'status'):<9} {shown(r, 'iteration'):>6} {f(metrics.SUCCESS):>7} "
               f"{f(metrics.EVAL_SUCCESS)} {f(metrics.MU)} {f(metrics.DIFFICULTY_MEAN)}  {shown(r, 'name')}{damaged}")
@@ -279,7 +302,9 @@ def cmd_show(a) -> int:
     if active:
         diffs = [t["difficulty"] for t in active if t["difficulty"] is not None]
         lost = f", {len(active) - len(diffs)} unreadable" if len(diffs) < len(active) else ""
-        spread = (f"difficulty {min(diffs):.2f}–{max(diffs):.2f} (mean {sum(diffs) / len(diffs):.2f}{lost})"
+        mean = mean_std(diffs).mean         # None: no float holds it (hand-edited rows)
+        mean_text = "?" if mean is None else figure(mean, 2)
+        spread = (f"difficulty {figure(min(diffs), 2)}–{figure(max(diffs), 2)} (mean {mean_text}{lost})"
                   if diffs else "difficulty unreadable")
         print(f"  pool: {len(active)} slots, {spread}, {pending} pending")
     for event in info["events"]:
@@ -301,27 +326,22 @@ def cmd_export(a) -> int:
     subprocess (it imports Qt, which this process never does), whose exit code (0 / 2 / 1) is ours."""
     db = Path(a.db).expanduser() if a.db else default_db_path()
     try:
-        renderer = render_command(db, a.run_ids, a.format, a.out, a.force, [keys.split(",") for keys in a.chart])
+        renderer = render_command(db, a.run_ids, a.format, a.out, a.force, added_charts(a.charts))
     except RendererMissing as e:
         print(f"rla: {e}", file=sys.stderr)
         return 1
+    except ExportInputError as e:      # a refused target: checked before any renderer starts
+        print(f"{PROG}: {_one_line(e)}", file=sys.stderr)
+        return 2
     if renderer is None:
         code, line = run_export(db, a.run_ids, a.format, a.out, force=a.force)
         print(line, file=sys.stdout if code == 0 else sys.stderr)
         return code
-    proc = subprocess.Popen(renderer)
-    try:
-        with terminate_as_interrupt():
-            return proc.wait()
-    except KeyboardInterrupt:
-        # the renderer removes its temporary file on SIGTERM (as on Ctrl-C): give it the time to
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=RENDERER_GRACE_S)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-        say(f"{PROG}: interrupted; nothing written", err=True)
-        return 130
+    code, out, err = run_renderer(renderer)
+    for text, to_stderr in ((out, False), (err, True)):    # the renderer's line(s), or the interrupt's
+        if text:
+            say(text.rstrip("\n"), err=to_stderr)
+    return code
 
 
 def cmd_import(a) -> int:
@@ -336,7 +356,7 @@ def cmd_import(a) -> int:
 
 
 COMMANDS = {"run": cmd_run, "ablate": cmd_ablate, "resume": cmd_resume, "runs": cmd_runs, "show": cmd_show,
-            "presets": cmd_presets, "export": cmd_export, "import": cmd_import}
+            "presets": cmd_presets, "export": cmd_export, "import": cmd_import, "doctor": cmd_doctor}
 
 
 def main(argv: list[str] | None = None) -> int:

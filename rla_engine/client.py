@@ -7,7 +7,6 @@ connection), so an event loop never waits on SQLite.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
 import sys
 from concurrent.futures import ThreadPoolExecutor
@@ -21,11 +20,11 @@ import numpy as np
 from .ablation.arms import run_id_of
 from .config import Config, validate
 from .commandline import resume_command, rla, run_command
-from .export.command import RendererMissing, render_command, run_export
+from .export.command import PROG, ReportCommand, RendererMissing, one_line, render_command, run_export
+from .export.formats import ExportInputError
 from .names import config_label, default_group, default_run_name
-from .paths import (UnsafeRunId, default_db_path, log_path, logs_dir, make_private_dir, open_private,
-                    remove_run_files, run_config_path)
-from .store import Store, new_run_id, open_store
+from .paths import UnsafeRunId, default_db_path, log_path, logs_dir, make_private_dir, open_private, run_config_path
+from .store import RunInUse, Store, new_run_id, open_store
 from .vocabulary import FINAL, LIVE, CommandKind, EventKind, EventRow, RunRow, TaskRow
 
 POLL_S = 0.1          # ≤ 10 Hz, DESIGN §1
@@ -241,6 +240,8 @@ class EngineClient:
             renderer = render_command(self.db_path, run_ids, fmt, out, force, charts or [], group_by, self.python)
         except RendererMissing as e:
             raise EngineError("export failed (exit 1)", str(e)) from None
+        except ExportInputError as e:     # a refused target (the database's own file…): no renderer started
+            raise EngineError("export failed (exit 2)", f"{PROG}: {one_line(e)}") from None
         if renderer is None:
             code, text = await asyncio.get_running_loop().run_in_executor(
                 self._export_pool, run_export, self.db_path, run_ids, fmt, out, force)
@@ -251,11 +252,11 @@ class EngineClient:
         return text
 
     @staticmethod
-    async def _render(command: list[str]) -> tuple[int, str]:
+    async def _render(command: ReportCommand) -> tuple[int, str]:
         proc = await asyncio.create_subprocess_exec(
-            *command, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
-            stdin=asyncio.subprocess.DEVNULL)
-        output, _ = await proc.communicate()
+            *command.argv, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
+            stdin=asyncio.subprocess.PIPE)
+        output, _ = await proc.communicate(command.stdin)     # the added charts, as JSON
         return proc.returncode or 0, output.decode(errors="replace").strip()
 
     async def set_notes(self, run_id: str, notes: str) -> None:
@@ -268,15 +269,15 @@ class EngineClient:
         await self._db(Store.set_archived, run_id, archived)
 
     async def delete_run(self, run_id: str) -> None:
-        """Delete the run's rows, its checkpoints and its log (refused while it is live)."""
+        """Delete the run's rows, its checkpoints and its log (refused while it is live: its status
+        says so, or an engine holds its lock, one that is starting too; see Store.delete_run)."""
         run = await self.run(run_id)
         if run and run["status"] in LIVE:
             raise EngineError(f"run {run_id} is {run['status']}; stop it before deleting it")
-        database_id = await self._db(lambda store: store.database_id)
-        await self._db(Store.delete_run, run_id)
-        # a row from elsewhere whose id is no file name has no files here
-        with contextlib.suppress(UnsafeRunId):
-            remove_run_files(self.db_path, run_id, database_id)
+        try:
+            await self._db(Store.delete_run, run_id)
+        except RunInUse as e:
+            raise EngineError(str(e)) from None
 
     # -- watching --------------------------------------------------------------------------
     async def run(self, run_id: str) -> RunRow | None:

@@ -58,6 +58,32 @@ def run_config_path(db_path: str | Path, run_id: str) -> Path:
     return logs_dir(db_path) / f"{check_run_id(run_id)}.toml"
 
 
+# SQLite's own files beside the database: the write-ahead log, its shared-memory index and the
+# rollback journal. Replacing one under a live connection is corruption ("disk I/O error").
+SQLITE_SIBLINGS = {"-wal": "write-ahead log", "-shm": "shared-memory file", "-journal": "rollback journal"}
+
+
+# What the engines and the console keep directly in the logs folder: a run's log and
+# configuration, an ablation's lock. Anything else there (the console's ablation summaries and
+# their `.logs/` folders) is an ordinary output.
+LOGS_OWN_SUFFIXES = (".log", ".toml", ".lock")
+
+
+def database_files(db_path: str | Path) -> tuple[dict[Path, str], dict[Path, str], Path]:
+    """What belongs to the database and only the store and engines may write: its files (the
+    database and its SQLite siblings) and its folders (checkpoints), each with what it is in
+    words, and the logs folder, whose `LOGS_OWN_SUFFIXES` files are the engines' own. A database
+    named through a link has both names: SQLite's siblings may follow either."""
+    given = Path(os.path.abspath(Path(db_path).expanduser()))
+    files = {}
+    for db in dict.fromkeys((given, Path(os.path.realpath(given)))):
+        files[db] = f"the database {db}"
+        files.update({Path(f"{db}{suffix}"): f"the database's {what} ({db}{suffix})"
+                      for suffix, what in SQLITE_SIBLINGS.items()})
+    root = checkpoints_root(db_path)
+    return files, {root: f"the database's checkpoint folder {root}"}, logs_dir(db_path)
+
+
 def make_private_dir(folder: Path) -> Path:
     """Create a folder (and missing parents) for this user only. An existing folder is left as it
     is: it may be shared on purpose."""
@@ -129,6 +155,12 @@ def owned_by(folder: Path, database_id: str, db_path: Path) -> bool:
     if not owner.exists() and not owner.is_symlink():
         return True
     return _marker(owner) in ("", database_id, str(Path(db_path).resolve()))
+
+
+def marked_by(folder: Path, database_id: str) -> bool:
+    """True only if the folder's marker names this database's id: unlike `owned_by`, a folder
+    without one (an older version's, a start killed early) is no proof (`rla doctor`)."""
+    return _marker(folder / OWNER) == database_id
 
 
 def _marker(owner: Path) -> str | None:

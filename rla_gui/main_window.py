@@ -12,6 +12,7 @@ from typing import ClassVar, Protocol, cast
 
 from PySide6 import QtCore, QtGui, QtWidgets
 
+from rla_engine.export import output_paths
 from rla_engine.text import as_html, printable
 from rla_engine.vocabulary import LIVE, CommandKind, Status
 
@@ -28,6 +29,7 @@ from .panels.run_form import RunFormPanel
 from .panels.samples import SamplesPanel
 from .theme import apply_plot_theme
 from .widgets import file_dialogs
+from .widgets.plain_text import action_text, auto_text, message_box
 from .widgets.status_line import StatusLine
 
 SHORTCUTS = [("Space", "Pause / resume the open run"), ("Ctrl+N", "New run"), ("Ctrl+F", "Find a run in the history"),
@@ -245,7 +247,7 @@ class MainWindow(QtWidgets.QMainWindow):
         panel = ComparisonPanel(runs)
         panel.restore_state(self.settings)
         self.comparisons.append(panel)
-        self.views.addTab(panel, panel.title())
+        self.views.addTab(panel, action_text(panel.title()))     # run names: "&" is no shortcut mark
         self.views.setTabToolTip(self.views.count() - 1, as_html(panel.windowTitle()))   # run names, not markup
         self.views.setCurrentWidget(panel)
         return panel
@@ -254,7 +256,7 @@ class MainWindow(QtWidgets.QMainWindow):
         panel = GroupComparisonPanel(column, groups)
         panel.restore_state(self.settings)
         self.comparisons.append(panel)
-        self.views.addTab(panel, panel.title())
+        self.views.addTab(panel, action_text(panel.title()))
         self.views.setTabToolTip(self.views.count() - 1, as_html(panel.windowTitle()))
         self.views.setCurrentWidget(panel)
         return panel
@@ -281,9 +283,8 @@ class MainWindow(QtWidgets.QMainWindow):
             panel.deleteLater()
 
     def show_engine_failure(self, run_id: str, message: str) -> None:
-        box = QtWidgets.QMessageBox(QtWidgets.QMessageBox.Icon.Critical, "Engine failed",
-                                    f"The engine of run {run_id} failed." if run_id else "The engine failed.",
-                                    parent=self)
+        box = message_box(QtWidgets.QMessageBox.Icon.Critical, "Engine failed",    # its log's line: plain
+                          f"The engine of run {run_id} failed." if run_id else "The engine failed.", self)
         box.setDetailedText(message)
         box.setInformativeText(message.splitlines()[-1] if message else "")
         box.show()
@@ -337,6 +338,8 @@ class MainWindow(QtWidgets.QMainWindow):
             # under the HTML filter wrote HTML into x.pdf)
             typed = Path(path).suffix.lstrip(".").lower()
             fmt = typed if typed in self.EXPORT_FILTERS.values() else self.EXPORT_FILTERS.get(chosen) or "html"
+            if file_dialogs.refused_output(self, self.controller.db_path, output_paths(fmt, path)):
+                return      # the database's own file: said in a message box, nothing started
             self.settings.setValue("export/folder", str(Path(path).parent))
             self.settings.setValue("export/format", fmt)
             # the file dialog already asked about overwriting; a link the user picked means its
@@ -374,9 +377,8 @@ class MainWindow(QtWidgets.QMainWindow):
 
     def show_database_refused(self, path: Path, problem: str) -> None:
         """Said in a dialog (not only on stderr); the database that was open stays open."""
-        box = QtWidgets.QMessageBox(QtWidgets.QMessageBox.Icon.Warning, "Cannot open the database",
-                                    f"{printable(str(path))} cannot be opened: the console stays on "
-                                    f"{printable(str(self.controller.db_path))}.", parent=self)
+        box = message_box(QtWidgets.QMessageBox.Icon.Warning, "Cannot open the database",
+                          f"{path} cannot be opened: the console stays on {self.controller.db_path}.", self)
         box.setInformativeText(printable(problem))
         box.show()
         self._refusal_box = box
@@ -399,8 +401,8 @@ class MainWindow(QtWidgets.QMainWindow):
             return
         more, ok = QtWidgets.QInputDialog.getInt(
             self, "Resume a completed run",
-            f"Run {printable(str(row.get('name') or run_id))} completed at iteration {row.get('iteration')}.\n"
-            "Iterations to add:", MORE_ITERATIONS, 1, 2**31 - 1)
+            auto_text(f"Run {row.get('name') or run_id} completed at iteration {row.get('iteration')}.\n"
+                      "Iterations to add:"), MORE_ITERATIONS, 1, 2**31 - 1)
         if ok:
             self.controller.resume(run_id, more)
 
@@ -446,8 +448,8 @@ class MainWindow(QtWidgets.QMainWindow):
         run = self.controller.session.run
         status = run["status"] if run else "live"
         name = printable(str(run["name"])) if run and run.get("name") else run_id
-        box = QtWidgets.QMessageBox(QtWidgets.QMessageBox.Icon.Question, "A run is live",
-                                    f"Run {name} ({run_id}) is still {status}.", parent=self)
+        box = message_box(QtWidgets.QMessageBox.Icon.Question, "A run is live",
+                          f"Run {name} ({run_id}) is still {status}.", self)
         stop = box.addButton("Stop it (checkpoint)", QtWidgets.QMessageBox.ButtonRole.DestructiveRole)
         detach = box.addButton("Let it run on", QtWidgets.QMessageBox.ButtonRole.AcceptRole)
         box.addButton(QtWidgets.QMessageBox.StandardButton.Cancel)

@@ -2,7 +2,9 @@
 `OUT.theory.png`) and its runs' logs (`OUT.logs/`), under the rules `rla export` follows
 (export/files.py): regular files only, never through a symbolic link, mode 0600 (the logs
 folder 0700), an existing file replaced only with `--force` — except the group's own table,
-which a rerun that resumes the group refreshes. All of it is checked before any run starts."""
+which a rerun that resumes the group refreshes — and never the database's own files or folders
+(`files.refuse_protected`), even with `--force`. All of it is checked before anything is created:
+before the database is opened, and again before any run starts."""
 from __future__ import annotations
 
 import json
@@ -12,7 +14,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from ..errors import InputError
-from ..export.files import OutputError, check_outputs, kind_of, refuse_existing, write_atomic_many
+from ..export.files import OutputError, check_outputs, kind_of, refuse_existing, refuse_protected, write_atomic_many
 from ..paths import make_private_dir
 
 FIGURES = ("curves", "theory")
@@ -30,18 +32,25 @@ class AblationOutputs(NamedTuple):
         return [self.table, self.data, *self.figures]
 
 
-def plan_outputs(out: Path, group: str, force: bool) -> AblationOutputs:
-    """The outputs for `--out`, checked (InputError naming the path when one cannot or must
-    not be written) and the logs folder made."""
+def check_outputs_for(out: Path, group: str, force: bool, db: Path) -> AblationOutputs:
+    """The outputs for `--out`, checked and nothing created: InputError naming the path when one
+    cannot or must not be written (one of the database `db`'s own files among them)."""
     prefix = out.with_suffix("")
     outputs = AblationOutputs(out, out.with_suffix(".json"), out.with_suffix(".logs"),
                               tuple(Path(f"{prefix}.{name}.png") for name in FIGURES),
                               force or written_by_group(out, out.with_suffix(".json"), group))
     try:
+        refuse_protected([*outputs.files, outputs.logs], db)
         refuse_existing(outputs.files, outputs.replace)
     except OutputError as e:
         hint = "" if outputs.replace else f" (it is not group {group}'s own table)"
         raise InputError(f"--out: {e}{hint if 'already exists' in str(e) else ''}") from None
+    return outputs
+
+
+def plan_outputs(out: Path, group: str, force: bool, db: Path) -> AblationOutputs:
+    """The outputs for `--out`, checked (check_outputs_for) and the logs folder made."""
+    outputs = check_outputs_for(out, group, force, db)
     _logs_folder(outputs.logs)
     return outputs
 

@@ -9,6 +9,8 @@ from .formats import FORMATS, ExportInputError, Render
 
 def output_paths(fmt: str, out: str | Path) -> list[Path]:
     """The files an export to `out` writes (CSV and Parquet write two: see tabular, columnar)."""
+    if not str(out):      # Path("") is the current folder: say what was given instead
+        raise ExportInputError("--out is empty: give the file to write")
     out = Path(out).expanduser()
     if fmt == "csv":
         from .tabular import csv_paths
@@ -19,6 +21,22 @@ def output_paths(fmt: str, out: str | Path) -> list[Path]:
     return [out]
 
 
+def check_targets(db_path: str | Path, fmt: str, out: str | Path, force: bool) -> list[Path]:
+    """The files an export writes, once each may be written (files.refuse_existing: never the
+    database's own files, only regular files, an existing one only with `force`); raises
+    ExportInputError naming the path and why, before any work."""
+    from .files import OutputError, refuse_existing
+
+    if fmt not in FORMATS:
+        raise ExportInputError(f"--format {fmt!r}: expected one of {', '.join(FORMATS)}")
+    paths = output_paths(fmt, out)
+    try:
+        refuse_existing(paths, force, db=db_path)
+    except OutputError as e:
+        raise ExportInputError(str(e)) from None
+    return paths
+
+
 def export(db_path: str | Path, run_ids: list[str], fmt: str, out: str | Path,
            force: bool = False, render: Render | None = None) -> list[tuple[Path, int]]:
     """Export runs of the database at `db_path` to `out`; return (path, size in bytes) of each
@@ -27,15 +45,9 @@ def export(db_path: str | Path, run_ids: list[str], fmt: str, out: str | Path,
     or temporary file is left."""
     from . import tabular
     from .bundles import load_bundles
-    from .files import OutputError, refuse_existing, write_atomic, write_atomic_many
+    from .files import OutputError, write_atomic, write_atomic_many
 
-    if fmt not in FORMATS:
-        raise ExportInputError(f"--format {fmt!r}: expected one of {', '.join(FORMATS)}")
-    paths = output_paths(fmt, out)
-    try:   # only regular files, in a folder that takes a new file (files.py has the rules)
-        refuse_existing(paths, force)
-    except OutputError as e:
-        raise ExportInputError(str(e)) from None
+    paths = check_targets(db_path, fmt, out, force)
     bundles = load_bundles(db_path, run_ids)
     try:
         if fmt == "csv":

@@ -23,6 +23,12 @@ microseconds between that check and the rename; POSIX has no "replace only a reg
 Any error removes the temporaries, and a group of files (CSV writes two) is put in place only
 once every member is complete and every target has passed the check.
 
+* Never the database's own files: given the database, a target that is the database, its -wal,
+  -shm or -journal, its checkpoint folder or anything inside it, or a run's log, configuration or
+  lock in its logs folder is refused with or without `force` (`refuse_protected`). Real files are
+  compared, not names: a link, a hard link or a folder reached by another path to one of them is
+  the same file.
+
 Refusals raise `OutputError` (an OSError; its subclasses are also FileExistsError,
 IsADirectoryError or FileNotFoundError as fits): invalid input, one line naming the path.
 """
@@ -36,7 +42,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from collections.abc import Iterator, Mapping
 
-from ..paths import fsync_path
+from ..paths import LOGS_OWN_SUFFIXES, database_files, fsync_path
 
 MODE = 0o600   # every file an export writes
 
@@ -59,6 +65,10 @@ class OutputIsFolderError(OutputError, IsADirectoryError):
 
 class OutputFolderMissingError(OutputError, FileNotFoundError):
     """The output's folder (or a folder above it) does not exist."""
+
+
+class ProtectedOutputError(OutputError):
+    """The output is one of the database's own files or folders: refused even with `force`."""
 
 
 _KINDS = ((stat.S_ISREG, "regular file"), (stat.S_ISDIR, "folder"), (stat.S_ISLNK, "symbolic link"),
@@ -142,11 +152,59 @@ def check_outputs(paths: list[Path], force: bool) -> None:
             raise OutputError(f"cannot write {p!r}: {e}") from None
 
 
-def refuse_existing(paths: list[Path], force: bool, probe: bool = True) -> None:
+def _stat(path: str | Path) -> os.stat_result | None:
+    try:
+        return os.stat(path)
+    except (OSError, ValueError):
+        return None
+
+
+def _same(a: os.stat_result | None, b: os.stat_result | None) -> bool:
+    return a is not None and b is not None and os.path.samestat(a, b)
+
+
+def _protected_as(path: Path, files: Mapping[Path, str], folders: Mapping[Path, str], logs: Path) -> str | None:
+    """What of the database's `path` really is (after links, by device and inode where it
+    exists), or None."""
+    try:
+        real = Path(os.path.realpath(path))
+    except ValueError:        # an embedded NUL: no file at all (check_outputs says so)
+        return None
+    st = _stat(real)
+    for f, what in files.items():
+        if real == Path(os.path.realpath(f)) or _same(st, _stat(f)):
+            return what
+    for folder, what in folders.items():
+        root, root_st = Path(os.path.realpath(folder)), _stat(folder)
+        # every folder above the target, by inode too: a bind mount or another name of the folder
+        if real == root or root in real.parents or any(_same(_stat(a), root_st) for a in real.parents):
+            return what if real == root else f"inside {what}"
+    if real.suffix in LOGS_OWN_SUFFIXES and (real.parent == Path(os.path.realpath(logs))
+                                             or _same(_stat(real.parent), _stat(logs))):
+        return f"a run's log, configuration or lock in the database's logs folder {logs}"
+    return None
+
+
+def refuse_protected(paths: list[Path], db_path: str | Path) -> None:
+    """Raise ProtectedOutputError when an output is the database at `db_path`, one of its SQLite
+    files, its checkpoint folder or anything inside, or an engine's own file in its logs folder:
+    never written, `force` or not."""
+    files, folders, logs = database_files(db_path)
+    for p in paths:
+        what = _protected_as(Path(p), files, folders, logs)
+        if what is not None:
+            raise ProtectedOutputError(f"cannot write {p}: it is {what}; exports never replace the "
+                                       "database's own files, even with --force")
+
+
+def refuse_existing(paths: list[Path], force: bool, probe: bool = True, db: str | Path | None = None) -> None:
     """Raise before any work is done when an output cannot be written: OutputError (see the
-    module's rules) for a bad, special, linked or — without `force` — existing target, or an
-    unwritable folder (found by creating and removing a file there when `probe`)."""
+    module's rules) for one of the database `db`'s own files, a bad, special, linked or — without
+    `force` — existing target, or an unwritable folder (found by creating and removing a file
+    there when `probe`)."""
     paths = [Path(p) for p in paths]
+    if db is not None:
+        refuse_protected(paths, db)
     check_outputs(paths, force)
     if probe:
         for p in {p.parent: p for p in paths}.values():

@@ -17,7 +17,8 @@ as CSV. The dashboard's and the comparison's plots add them with one call (`add_
 The path is asked through file_dialogs (never pyqtgraph's own dialog: see that module) and every
 file is written by the engine's export rules (rla_engine/export/files.py: atomic, mode 0600); the
 dialog asked before replacing a file, and a link chosen there means its target, as File ▸ Export…
-has it. Success shows in the window's status bar, a failure in a message box.
+has it — but never the open database's own files (file_dialogs.refused_output). Success shows in
+the window's status bar, a failure in a message box.
 """
 from __future__ import annotations
 
@@ -107,6 +108,9 @@ class ChartExport(QtCore.QObject):
     def save(self, kind: str, path: Path) -> None:
         """Write the chart (png, svg) or its data in view (csv) at `path`, and say how it went."""
         writers: dict[str, Callable[[], bytes | str]] = {"png": self.png, "svg": self.svg, "csv": self.csv}
+        parent = self.plot if isinstance(self.plot, QtWidgets.QWidget) else None
+        if parent is not None and file_dialogs.refused_output(parent, file_dialogs.database_of(parent), [path]):
+            return
         try:
             data = writers[kind]()
             write_atomic(path.resolve(), data, force=True)

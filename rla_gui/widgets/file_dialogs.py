@@ -16,6 +16,11 @@ with an icon provider that goes by the name alone.
 The functions mirror QFileDialog's static ones (same arguments, same results). pyqtgraph's own
 right-click Export… makes its dialog from `pyqtgraph.exporters.Exporter.FileDialog`;
 `guard_pyqtgraph_exports` points that at `SafeFileDialog`.
+
+A save dialog happily offers the database itself, its -wal, its checkpoint folder: the console's
+exports ask `refused_output` before they write, which refuses those (the engine's rule,
+rla_engine/export/files.refuse_protected) in a message box that says why, whatever the dialog's
+"replace it?" was answered.
 """
 from __future__ import annotations
 
@@ -25,6 +30,10 @@ from pathlib import Path
 from typing import Any
 
 from PySide6 import QtCore, QtGui, QtWidgets
+
+from rla_engine.export.files import OutputError, refuse_protected
+
+from .plain_text import message_box
 
 IconType = QtGui.QAbstractFileIconProvider.IconType
 
@@ -116,6 +125,26 @@ def open_file_name(parent: QtWidgets.QWidget | None = None, caption: str = "", d
                    filter: str = "") -> tuple[str, str]:
     """(path of an existing file, the chosen filter), or ("", "") when cancelled."""
     return _run(_dialog(parent, caption, directory, filter, QtWidgets.QFileDialog.FileMode.ExistingFile))
+
+
+def database_of(widget: QtWidgets.QWidget) -> Path | None:
+    """The database of the console window that holds `widget` (None outside one)."""
+    return getattr(getattr(widget.window(), "controller", None), "db_path", None)
+
+
+def refused_output(parent: QtWidgets.QWidget | None, db: Path | None, paths: list[Path]) -> bool:
+    """True, after a message box that names the path and why, when one of `paths` is the database
+    `db` or one of its own files or folders; nothing is written then, "replace" or not."""
+    if db is None:
+        return False
+    try:
+        refuse_protected(paths, db)
+    except OutputError as e:
+        box = message_box(QtWidgets.QMessageBox.Icon.Warning, "Cannot write there", str(e), parent)
+        box.setAttribute(QtCore.Qt.WidgetAttribute.WA_DeleteOnClose)
+        box.show()       # not exec(): a modal loop here would hold up the console's event loop
+        return True
+    return False
 
 
 def existing_directory(parent: QtWidgets.QWidget | None = None, caption: str = "", directory: str = "") -> str:

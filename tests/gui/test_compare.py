@@ -8,10 +8,9 @@ import pytest
 from PySide6 import QtCore
 
 from rla_engine.store import open_store
-from rla_gui.main_window import MainWindow
 from rla_engine.summary import config_differences
 
-from gui_support import TINY, until
+from gui_support import TINY, shown_window, until
 
 
 def cli_run(db, name, *sets, group=None, iterations=3):
@@ -36,14 +35,8 @@ def three_runs(group, recorded_db):
 
 @pytest.fixture
 def window(qtbot, tmp_path, aloop, three_runs):
-    settings = QtCore.QSettings(str(tmp_path / "settings.ini"), QtCore.QSettings.Format.IniFormat)
-    win = MainWindow(three_runs, settings=settings)
-    win.ask_close_choice = lambda run_id: "detach"
-    qtbot.addWidget(win)
-    win.show()
-    yield win
-    win.close()
-    qtbot.waitUntil(win.finished.done, timeout=30_000)
+    with shown_window(qtbot, three_runs, tmp_path) as win:
+        yield win
 
 
 def test_config_differences_lists_exactly_the_differing_keys():
