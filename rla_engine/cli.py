@@ -25,7 +25,8 @@ from .export.bundles import read_bundles
 from .export.command import (PROG, RendererMissing, added_charts, chart_json_option, chart_option, render_command,
                              run_export, run_renderer)
 from .export.renderer import renderer_command
-from .launch import UNOWNED_FLAG, resume_run, start_run
+from .commandline import UNOWNED_FLAG
+from .launch import resume_run, start_run
 from .names import config_label, default_group
 from .output import say
 from .ablation.arms import check_group

@@ -170,9 +170,10 @@ class EngineClient:
     async def group_runs(self, group: str) -> list[str]:
         return [r["id"] for r in await self.list_runs(include_archived=True) if r.get("group_id") == group]
 
-    async def resume_run(self, run_id: str, iterations: int | None = None) -> None:
-        """Continue a stopped, crashed or failed run from its last checkpoint (`rla resume`)."""
-        proc = await self._spawn(run_id, resume_command(self.python, self.db_path, run_id, iterations))
+    async def resume_run(self, run_id: str, iterations: int | None = None, accept_unowned: bool = False) -> None:
+        """Continue a stopped, crashed or failed run from its last checkpoint (`rla resume`);
+        `accept_unowned`: also from checkpoints this database did not sign."""
+        proc = await self._spawn(run_id, resume_command(self.python, self.db_path, run_id, iterations, accept_unowned))
         await self._await_row(run_id, proc)
 
     # -- commands --------------------------------------------------------------------------
@@ -236,8 +237,10 @@ class EngineClient:
         console's added `charts` (each a list of metric keys). With `group_by` (a history column,
         e.g. "config:policy.lam") the report compares the runs' groups by that column, as mean
         curves with a band."""
-        try:
-            renderer = render_command(self.db_path, run_ids, fmt, out, force, charts or [], group_by, self.python)
+        try:     # its checks touch the file system (a slow mount): on the export thread, not the loop
+            renderer = await asyncio.get_running_loop().run_in_executor(
+                self._export_pool, render_command, self.db_path, run_ids, fmt, out, force, charts or [], group_by,
+                self.python)
         except RendererMissing as e:
             raise EngineError("export failed (exit 1)", str(e)) from None
         except ExportInputError as e:     # a refused target (the database's own file…): no renderer started

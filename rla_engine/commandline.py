@@ -19,6 +19,13 @@ def run_command(python: str, db: str | Path, *, config: Path, run_id: str, name:
                *(["--preset", preset] if preset else []), *(["--group", group] if group else []))
 
 
-def resume_command(python: str, db: str | Path, run_id: str, iterations: int | None = None) -> list[str]:
-    """Continue a run from its last checkpoint, `iterations` more (default: up to its target)."""
-    return rla(python, db, "resume", run_id, *(["--iterations", str(iterations)] if iterations else []))
+# what a user says to load a checkpoint that names no owner in a database that signs its own
+UNOWNED_FLAG = "--accept-unowned-checkpoints"
+
+
+def resume_command(python: str, db: str | Path, run_id: str, iterations: int | None = None,
+                   accept_unowned: bool = False) -> list[str]:
+    """Continue a run from its last checkpoint, `iterations` more (default: up to its target);
+    `accept_unowned`: also from checkpoints this database did not sign (UNOWNED_FLAG)."""
+    return rla(python, db, "resume", run_id, *(["--iterations", str(iterations)] if iterations else []),
+               *([UNOWNED_FLAG] if accept_unowned else []))

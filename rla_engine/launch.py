@@ -19,11 +19,11 @@ from .output import say
 from .store import Store, open_store
 from .vocabulary import LIVE, CommandOutcome, CommandResult, EventKind
 
+from .commandline import UNOWNED_FLAG
+
 if TYPE_CHECKING:
     from .loop.interfaces import RunLoop
 
-# what a user says to load a checkpoint that names no owner in a database that signs its own
-UNOWNED_FLAG = "--accept-unowned-checkpoints"
 # The engine waits this long for another process's write lock before its commit fails the run:
 # long enough for any reader's write or a backup, bounded so that a hung writer is reported.
 ENGINE_LOCK_WAIT_S = 300.0

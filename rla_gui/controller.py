@@ -20,6 +20,7 @@ from PySide6 import QtCore
 
 from rla_engine.ablation.arms import AblationSpec
 from rla_engine.client import EngineClient, EngineError
+from rla_engine.commandline import UNOWNED_FLAG
 from rla_engine.config import Config
 from rla_engine.summary import SUMMARY_KEYS
 from rla_engine.text import counted
@@ -35,6 +36,7 @@ HISTORY_EVERY_S = 2.0
 class ConsoleController(QtCore.QObject):
     message = QtCore.Signal(str, int)            # status-bar text, how long in ms (0: until the next)
     engine_failed = QtCore.Signal(str, str)      # run id ("" when none), the error with its log
+    unowned_refused = QtCore.Signal(str, int)    # run id, iterations (0: to its target): only unsigned checkpoints
     database_opened = QtCore.Signal(object)      # Path
     database_refused = QtCore.Signal(object, str)  # Path, why it cannot be opened (the old one stays open)
     run_opened = QtCore.Signal(str)
@@ -198,12 +200,18 @@ class ConsoleController(QtCore.QObject):
             self.message.emit(f"ablation {group} finished: its {len(ids)} runs are open as a comparison", 8000)
         return self.spawn(run())
 
-    def resume(self, run_id: str, iterations: int | None = None) -> asyncio.Task:
+    def resume(self, run_id: str, iterations: int | None = None, accept_unowned: bool = False) -> asyncio.Task:
         """`rla resume`: a stopped, crashed or failed run up to its target; a completed one (or any,
-        with `iterations`) that many iterations further."""
+        with `iterations`) that many iterations further. A resume refused because only checkpoints
+        this database did not sign are left is offered again with `accept_unowned` (unowned_refused)."""
         async def run() -> None:
             self.message.emit(f"resuming run {run_id}…", 0)
-            await self.client.resume_run(run_id, iterations)
+            try:
+                await self.client.resume_run(run_id, iterations, accept_unowned)
+            except EngineError as e:
+                if not accept_unowned and UNOWNED_FLAG in str(e):
+                    self.unowned_refused.emit(run_id, iterations or 0)
+                raise
             self.session.track(run_id)
             self.open_run(run_id)
             await self.refresh_history()

@@ -200,6 +200,7 @@ class MainWindow(QtWidgets.QMainWindow):
         c.group_comparison_ready.connect(self.show_group_comparison)
         c.message.connect(lambda text, ms: self.statusBar().showMessage(text, ms))
         c.engine_failed.connect(self.show_engine_failure)
+        c.unowned_refused.connect(self.ask_unowned_resume)
         c.database_opened.connect(self._on_database)
         c.database_refused.connect(self.show_database_refused)
         self.dashboard.charts_changed.connect(self._save_charts)
@@ -289,6 +290,24 @@ class MainWindow(QtWidgets.QMainWindow):
         box.setInformativeText(message.splitlines()[-1] if message else "")
         box.show()
         self._failure_box = box   # tests read it; a modal exec() would block the event loop
+
+    def ask_unowned_resume(self, run_id: str, iterations: int) -> None:
+        """The resume found only checkpoints this database did not sign (an older version's, or
+        files someone placed in the folder): the person decides, knowing the risk."""
+        box = message_box(QtWidgets.QMessageBox.Icon.Warning, "Unsigned checkpoints",
+                          f"Run {run_id} has only checkpoints that this database did not sign: written by an "
+                          "older version, or placed in its folder by someone else. Loading one runs whatever it "
+                          "holds. Resume from them anyway?", self)
+        box.setStandardButtons(QtWidgets.QMessageBox.StandardButton.Yes | QtWidgets.QMessageBox.StandardButton.No)
+        box.setDefaultButton(QtWidgets.QMessageBox.StandardButton.No)
+
+        def answered(button: int) -> None:
+            if button == QtWidgets.QMessageBox.StandardButton.Yes:
+                self.controller.resume(run_id, iterations or None, accept_unowned=True)
+        box.finished.connect(answered)
+        box.setAttribute(QtCore.Qt.WidgetAttribute.WA_DeleteOnClose)
+        box.show()            # not exec(): a modal loop here would hold up the console's event loop
+        self._unowned_box = box
 
     # -- dialogs -----------------------------------------------------------------------------
     EXPORT_FILTERS: ClassVar[dict[str, str]] = {"HTML report (*.html)": "html", "PDF report (*.pdf)": "pdf",

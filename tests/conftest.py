@@ -2,7 +2,9 @@
 import asyncio
 import gc
 import json
+import logging
 import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -88,6 +90,43 @@ def no_unretrieved_task_exceptions(request):
         lines = [f"{c.get('message')}: {c.get('exception')!r} ({c.get('task') or c.get('future') or ''})"
                  for c in errors]
         pytest.fail("the console's loop reported errors nobody handled:\n" + "\n".join(lines), pytrace=False)
+
+
+class _GuardReports(logging.Handler):
+    """What rla_gui.guard caught: an exception a model method or slot raised and the console
+    swallowed (a user sees a blank cell, or nothing)."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.ERROR)
+        self.reports: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.reports.append(record.getMessage())
+
+
+@pytest.fixture(autouse=True)
+def no_guarded_exceptions(request):
+    """Any test fails when the console's guard caught an exception during it: the guard keeps a
+    user's console alive, it must not hide a bug from the tests. A test that drives the guard on
+    purpose asks for `guard_reports` and reads them itself."""
+    handler = _GuardReports()
+    logger = logging.getLogger("rla_gui.guard")
+    logger.addHandler(handler)
+    guard = sys.modules.get("rla_gui.guard")
+    if guard is not None:
+        guard._seen.clear()       # each test sees its own first failures
+    request.node.guard_reports = handler.reports
+    yield
+    logger.removeHandler(handler)
+    if handler.reports and "guard_reports" not in request.fixturenames:
+        pytest.fail("the console's guard caught exceptions:\n" + "\n".join(r[:2000] for r in handler.reports),
+                    pytrace=False)
+
+
+@pytest.fixture
+def guard_reports(request):
+    """The guard's reports so far in this test (a list that grows), for a test that expects some."""
+    return request.node.guard_reports
 
 
 @pytest.fixture

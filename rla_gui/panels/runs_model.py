@@ -28,7 +28,7 @@ INT64 = 2 ** 63         # a Python int from here on does not fit the 64-bit inte
 def duration_text(seconds: float | None) -> str:
     if seconds is None:
         return ""
-    if not math.isfinite(seconds) or abs(seconds) >= LARGE:
+    if abs(seconds) >= LARGE or not math.isfinite(seconds):     # huge first: isfinite(10**400) raises
         return "?"      # a hand-edited time: no clock reads it
     m, s = divmod(int(seconds), 60)
     h, m = divmod(m, 60)

@@ -128,8 +128,15 @@ def open_file_name(parent: QtWidgets.QWidget | None = None, caption: str = "", d
 
 
 def database_of(widget: QtWidgets.QWidget) -> Path | None:
-    """The database of the console window that holds `widget` (None outside one)."""
-    return getattr(getattr(widget.window(), "controller", None), "db_path", None)
+    """The database of the console window that holds `widget` (None outside one). Parents are
+    walked, not `window()`: a floating dock is a window of its own, without the controller."""
+    w: QtCore.QObject | None = widget
+    while w is not None:
+        db = getattr(getattr(w, "controller", None), "db_path", None)
+        if db is not None:
+            return db
+        w = w.parent()
+    return None
 
 
 def refused_output(parent: QtWidgets.QWidget | None, db: Path | None, paths: list[Path]) -> bool:

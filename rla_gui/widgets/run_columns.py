@@ -115,7 +115,7 @@ def value_text(column: Column, v: Any) -> str:
     if isinstance(v, float) and not math.isfinite(v):
         return "?"
     if column.is_metric and isinstance(v, (int, float)) and not isinstance(v, bool):
-        return metric_text(float(v))
+        return metric_text(v)      # figure writes an int no float holds (10**400) too
     if isinstance(v, str):
         return printable(v)
     if isinstance(v, bool):

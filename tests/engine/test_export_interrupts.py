@@ -15,6 +15,9 @@ import pytest
 
 from engine_support import wait_for
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+from fault_exports import LATE_IMPORTS, interrupt_during_imports
+
 @pytest.fixture(scope="module")
 def db(recorded, recorded_db) -> Path:
     """A database of its own folder holding the recorded run as "r" (never written by a test)."""
@@ -83,20 +86,12 @@ def through_the_project(stderr: str) -> bool:
     return "Traceback" in stderr and "rla_engine" in stderr
 
 
-@pytest.mark.parametrize("after_s", [0.02, 0.08, 0.15, 0.25])
-def test_ctrl_c_while_the_command_starts_is_one_line(db, tmp_path, startup_s, after_s):
-    proc = export_process(db, "json", tmp_path / "r.json")
-    time.sleep(startup_s + after_s)
-    os.killpg(proc.pid, signal.SIGINT)
-    stdout, stderr = proc.communicate(timeout=60)
-    assert not through_the_project(stdout + stderr), stderr
-    if proc.returncode == 0:         # it had finished: nothing to tell apart
-        return
-    if proc.returncode == -signal.SIGINT:     # Python's own startup, or its way out after the work
-        return
-    assert proc.returncode == 130 and len(stderr.strip().splitlines()) == 1, (proc.returncode, stderr)
-    if not (tmp_path / "r.json").exists():
-        assert stderr.strip() in ("rla: interrupted", "rla export: interrupted; nothing written"), stderr
+@pytest.mark.parametrize("module", LATE_IMPORTS)
+def test_ctrl_c_while_the_command_imports_is_one_line(db, tmp_path, module):
+    out = tmp_path / "r.json"
+    code, said = interrupt_during_imports(db, out, module)
+    assert code == 130 and said in (["rla: interrupted"], ["rla export: interrupted; nothing written"]), (code, said)
+    assert not out.exists()
 
 
 def test_ctrl_c_while_the_renderer_starts_is_one_line_and_nothing_written(db, tmp_path, startup_s):

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import importlib
 import inspect
-import logging
 import math
 import pkgutil
 import sys
@@ -22,7 +21,6 @@ import rla_gui
 from rla_engine import metrics
 from rla_engine.summary import SUMMARY_KEYS
 from rla_engine.vocabulary import EventKind, TaskStatus
-from rla_gui import guard
 
 from extreme_data import HUGE_INT
 
@@ -218,21 +216,18 @@ def drive(model) -> list[str]:
 
 
 @pytest.fixture
-def escapes(monkeypatch, caplog):
-    """Everything that reached Python's hooks, Qt's warnings or the guard's log."""
+def escapes(monkeypatch, guard_reports):
+    """Everything that reached Python's hooks, Qt's warnings or the guard's log, as it happens."""
     seen: list[str] = []
     monkeypatch.setattr(sys, "excepthook", lambda t, e, tb: seen.append(f"excepthook: {t.__name__}: {e}"))
     monkeypatch.setattr(sys, "unraisablehook", lambda u: seen.append(f"unraisable: {u.exc_value!r}"))
-    monkeypatch.setattr(guard, "_seen", set())
-    caplog.set_level(logging.ERROR, logger="rla_gui.guard")
 
     def qt_message(mode, context, text):
         if mode != QtCore.QtMsgType.QtDebugMsg and "propagateSizeHints" not in text:
             seen.append(f"Qt: {text}")
     previous = QtCore.qInstallMessageHandler(qt_message)
-    yield seen
+    yield seen, guard_reports
     QtCore.qInstallMessageHandler(previous)
-    seen += [f"guard: {r.getMessage()[:400]}" for r in caplog.records if r.name == "rla_gui.guard"]
 
 
 def test_every_model_of_the_console_is_found_and_has_a_filler():
@@ -262,5 +257,7 @@ def test_a_model_driven_with_extreme_and_hostile_values_raises_nothing_and_rende
     for column in range(model.columnCount()):
         view.sortByColumn(column, Qt.SortOrder.DescendingOrder)
         view.grab()
-    assert not escapes, "\n".join(escapes[:20])
+    seen, caught = escapes
+    assert not seen, "\n".join(seen[:20])
+    assert not caught, "the guard caught:\n" + "\n".join(r[:400] for r in caught[:20])
     assert not problems, "\n".join(problems[:20])

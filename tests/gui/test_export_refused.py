@@ -69,3 +69,18 @@ def test_a_charts_save_refuses_the_database(window, tmp_path):
     text = refusal_shown()
     assert text is not None and "the database" in text, text
     assert os.stat(tmp_path / "h.db").st_ino == inode       # not replaced by a PNG
+
+
+def test_a_charts_save_from_a_floating_dock_refuses_the_database(window, tmp_path):
+    """A floating dock is a window of its own: the chart inside must still know its database."""
+    for dock in window.findChildren(QtWidgets.QDockWidget):
+        dock.setFloating(True)
+    docked = [p for p in window.findChildren(MetricPlot) if isinstance(p.window(), QtWidgets.QDockWidget)]
+    assert docked, "no chart in a dock: this test would check nothing"
+    inode = os.stat(tmp_path / "h.db").st_ino
+    for plot in docked:
+        (export,) = plot.plotItem.vb.menu.findChildren(ChartExport)
+        export.save("png", tmp_path / "h.db")
+        text = refusal_shown()
+        assert text is not None and "the database" in text, text
+    assert os.stat(tmp_path / "h.db").st_ino == inode
