@@ -43,6 +43,9 @@ def examine(store: Store, fix: bool = False) -> Findings:
     checking again that no run has its name)."""
     found = Findings(store.orphaned_rows(remove=fix))
     for folder in _leftover_folders(store):
+        if not fix and not (folder / LOCK).exists():      # a report writes nothing; no lock file, no engine in it
+            found.folders.append(folder)
+            continue
         try:
             fd = hold_lock(folder / LOCK, "an engine")
         except RunBusy:

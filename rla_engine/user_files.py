@@ -16,8 +16,9 @@ from pathlib import Path
 
 from .errors import InputError
 
-_KINDS = ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a FIFO (named pipe)"),
-          (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
+_KINDS = ((stat.S_ISREG, "regular file"), (stat.S_ISDIR, "folder"), (stat.S_ISLNK, "symbolic link"),
+          (stat.S_ISCHR, "character device"), (stat.S_ISBLK, "block device"),
+          (stat.S_ISFIFO, "named pipe (FIFO)"), (stat.S_ISSOCK, "socket"))
 
 
 class UnreadableFile(InputError):
@@ -28,17 +29,14 @@ class UnreadableFile(InputError):
         super().__init__(f"{path}: {reason}")
 
 
-def _kind_of(mode: int) -> str | None:
-    """What a file that is not a regular one is, in words (None for a regular file)."""
-    if stat.S_ISREG(mode):
-        return None
-    return next((name for test, name in _KINDS if test(mode)), "not a regular file")
+def kind_of(mode: int) -> str:
+    """What a stat mode is, in words (every name takes "a")."""
+    return next((name for test, name in _KINDS if test(mode)), "special file")
 
 
 def _check(path: Path, st: os.stat_result, cap: int, what: str) -> None:
-    kind = _kind_of(st.st_mode)
-    if kind is not None:
-        raise UnreadableFile(path, f"{kind}, not {what} (only a regular file is read)")
+    if not stat.S_ISREG(st.st_mode):
+        raise UnreadableFile(path, f"a {kind_of(st.st_mode)}, not {what} (only a regular file is read)")
     if st.st_size > cap:
         raise UnreadableFile(path, f"{st.st_size:,} bytes; {what} is read up to {cap:,} bytes")
 

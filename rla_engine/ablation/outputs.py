@@ -14,7 +14,8 @@ from pathlib import Path
 from typing import NamedTuple
 
 from ..errors import InputError
-from ..export.files import OutputError, check_outputs, kind_of, refuse_existing, refuse_protected, write_atomic_many
+from ..export.files import OutputError, check_outputs, refuse_existing, refuse_protected, write_atomic_many
+from ..user_files import kind_of
 from ..paths import make_private_dir
 
 FIGURES = ("curves", "theory")

@@ -43,6 +43,7 @@ from pathlib import Path
 from collections.abc import Iterator, Mapping
 
 from ..paths import LOGS_OWN_SUFFIXES, database_files, fsync_path
+from ..user_files import kind_of
 
 MODE = 0o600   # every file an export writes
 
@@ -69,16 +70,6 @@ class OutputFolderMissingError(OutputError, FileNotFoundError):
 
 class ProtectedOutputError(OutputError):
     """The output is one of the database's own files or folders: refused even with `force`."""
-
-
-_KINDS = ((stat.S_ISREG, "regular file"), (stat.S_ISDIR, "folder"), (stat.S_ISLNK, "symbolic link"),
-          (stat.S_ISCHR, "character device"), (stat.S_ISBLK, "block device"),
-          (stat.S_ISFIFO, "named pipe (FIFO)"), (stat.S_ISSOCK, "socket"))
-
-
-def kind_of(mode: int) -> str:
-    """What a stat mode is, in words."""
-    return next((name for test, name in _KINDS if test(mode)), "special file")
 
 
 def _folder_problem(path: Path) -> OutputError | None:

@@ -152,3 +152,15 @@ def test_doctor_leaves_a_leftover_folder_an_engine_holds(tmp_path):
     assert res.returncode == 0, res.stderr
     assert f"left alone (an engine holds it): {folder}" in res.stdout and folder.is_dir()
     assert "removed checkpoint folders of deleted runs: 0" in res.stdout
+
+
+def test_a_doctor_report_writes_nothing_in_a_leftover_folder(tmp_path):
+    db = tmp_path / "h.db"
+    store = open_store(db)
+    folder = checkpoints_dir(db, "gone")
+    folder.mkdir(parents=True)
+    (folder / OWNER).write_text(store.database_id)
+    store.close()
+    res = rla("doctor", db=db)
+    assert res.returncode == 0 and "found checkpoint folders of deleted runs: 1" in res.stdout, res
+    assert sorted(p.name for p in folder.iterdir()) == [OWNER]       # no lock file made to look
