@@ -5,13 +5,14 @@ so this file needs no store or client and stays testable on its own.
 """
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import threading
 from pathlib import Path
 
-from PySide6.QtCore import QSettings, QSignalBlocker, Qt, Signal
+from PySide6.QtCore import QObject, QSettings, QSignalBlocker, Qt, Signal, SignalInstance
 from PySide6.QtGui import QKeySequence, QShortcut
-from PySide6.QtWidgets import (QComboBox, QFormLayout, QHBoxLayout, QLabel, QLineEdit,
+from PySide6.QtWidgets import (QApplication, QComboBox, QFormLayout, QHBoxLayout, QLabel, QLineEdit,
                                QPushButton, QVBoxLayout, QWidget)
 
 from rla_engine.ablation.arms import AblationSpec
@@ -30,12 +31,28 @@ NAME_TIP = ("<p>Leave empty for the automatic name, which follows the preset. A 
             "you change presets; cloning a run or loading a file clears it, since it named another run.</p>")
 
 
+class _Courier(QObject):
+    """Carries a file read on another thread back to the GUI thread; owned by its panel."""
+    arrived = Signal(object, str)        # a loaded TOML file's dict or None, the error
+
+
+def _read_config(path: str, arrived: SignalInstance) -> None:
+    """In the reading thread: the file's contents or why not, handed to the GUI thread."""
+    try:
+        data, error = load_file(path), ""
+    except ConfigError as e:
+        data, error = None, str(e)
+    except Exception as e:      # whatever it is, it is shown and the button comes back
+        data, error = None, f"cannot load {path}: {e}"
+    with contextlib.suppress(RuntimeError):     # the panel was closed while the file was read
+        arrived.emit(data, error)
+
+
 class RunFormPanel(QWidget):
     """Emits `start_requested(config, preset name or "", run name)` with a validated Config."""
 
     start_requested = Signal(object, str, str)
     ablation_requested = Signal(object, str, object)     # config, preset name or "", AblationSpec
-    _file_read = Signal(object, str)       # a loaded TOML file's dict or None, the error: from the reading thread
 
     def __init__(self, parent: QWidget | None = None):
         super().__init__(parent)
@@ -63,8 +80,10 @@ class RunFormPanel(QWidget):
         self.ablation_button = QPushButton("Ablation…")
         self.ablation_button.setToolTip("Run the arms of an ablation (outcome-only, step rewards, judge training, "
                                         "adaptation, baselines) on this configuration, several seeds each")
-        # Default button works when the panel sits in a dialog; Enter in the name field and
-        # Ctrl+Return cover the dock case, where Qt has no default button.
+        # Return presses Start (the default button, when it has the focus), Enter in the name field
+        # and Ctrl+Return too: all only while the form is in front (set_in_front).
+        self._in_front = True           # a panel on its own is; the main window says when its dock is not
+        self._launch: asyncio.Future | None = None      # the launch of the run Start asked for, until it ends
         self.start_button.setDefault(True)
         self._layout()
 
@@ -73,12 +92,16 @@ class RunFormPanel(QWidget):
         self.form.changed.connect(self._propose_name)
         self.start_button.clicked.connect(self._start)
         self.ablation_button.clicked.connect(self._start_ablation)
-        self.name_edit.returnPressed.connect(self._start)
-        QShortcut(QKeySequence("Ctrl+Return"), self, self._start,
+        self.name_edit.returnPressed.connect(self._start_by_key)
+        QShortcut(QKeySequence("Ctrl+Return"), self, self._start_by_key,
                   context=Qt.ShortcutContext.WidgetWithChildrenShortcut)
         self.save_button.clicked.connect(self._save_file)
         self.load_button.clicked.connect(self._load_file)
-        self._file_read.connect(self._file_arrived)     # queued: emitted by the reading thread
+        # The reading thread holds only this child: were it to hold the panel, the panel's last
+        # reference could go in that thread, and Qt would destroy its widgets and timers off the GUI
+        # thread (a later timer then fired on freed memory: the suite's segmentation fault).
+        self._courier = _Courier(self)
+        self._courier.arrived.connect(self._file_arrived)     # queued: emitted by the reading thread
         self._revalidate()
         self._propose_name()
 
@@ -113,6 +136,32 @@ class RunFormPanel(QWidget):
         for button in (self.start_button, self.save_button, self.ablation_button):
             button.setEnabled(error is None)
             button.setToolTip("" if error is None else "Fix the marked field first.")
+        if self._launch is not None:    # a second click or Return would launch a second run of one name
+            self.start_button.setEnabled(False)
+            self.start_button.setToolTip("Starting the run asked for…")
+
+    def set_in_front(self, shown: bool) -> None:
+        """Whether the person sees the form (its dock is not tabbed behind History, nor closed).
+        A dock behind another is only moved out of sight, so its widgets keep the focus: the focus
+        leaves, and Start stops being the button Return presses."""
+        self._in_front = shown
+        self.start_button.setDefault(shown)
+        focus = QApplication.focusWidget()
+        if not shown and focus is not None and self.isAncestorOf(focus):
+            focus.clearFocus()
+
+    def hold_start_until(self, launch: asyncio.Future) -> None:
+        """Start stays disabled until `launch` is done, succeeded or failed."""
+        self._launch = launch
+        self._revalidate()
+        launch.add_done_callback(self._launch_ended)
+
+    def _launch_ended(self, launch: asyncio.Future) -> None:
+        if launch is not self._launch:
+            return
+        self._launch = None
+        with contextlib.suppress(RuntimeError):     # the window was closed while the engine started
+            self._revalidate()
 
     def automatic_name(self) -> str:
         """What the engine names a run started with an empty name (client.start): the preset, or
@@ -176,9 +225,14 @@ class RunFormPanel(QWidget):
         self.form.set_config(cfg)
         return True
 
+    def _start_by_key(self) -> None:
+        # a key reaches the form only through its focus; a form out of sight is not where it was meant
+        if self._in_front:
+            self._start()
+
     def _start(self) -> None:
         if not self.start_button.isEnabled():
-            return  # Enter/Ctrl+Return on an invalid form: the marked field already says why
+            return  # Enter/Ctrl+Return on an invalid form, or a launch in flight: the button says why
         cfg = self._valid_config()
         if cfg is None:
             return
@@ -228,18 +282,8 @@ class RunFormPanel(QWidget):
         # Read in a thread of its own: a file on a slow or hung mount must not freeze the window
         # (load_file already refuses a FIFO, a device or a huge file before reading it).
         self.load_button.setEnabled(False)
-        threading.Thread(target=self._read_file, args=(path,), name="rla-load-toml", daemon=True).start()
-
-    def _read_file(self, path: str) -> None:
-        """In the reading thread: the file's contents or why not, handed to the GUI thread."""
-        try:
-            data, error = load_file(path), ""
-        except ConfigError as e:
-            data, error = None, str(e)
-        except Exception as e:      # whatever it is, it is shown and the button comes back
-            data, error = None, f"cannot load {path}: {e}"
-        with contextlib.suppress(RuntimeError):     # the panel was closed while the file was read
-            self._file_read.emit(data, error)
+        threading.Thread(target=_read_config, args=(path, self._courier.arrived), name="rla-load-toml",
+                         daemon=True).start()
 
     def _file_arrived(self, data: dict | None, error: str) -> None:
         self.load_button.setEnabled(True)
