@@ -48,6 +48,9 @@ class ConsoleController(QtCore.QObject):
     comparison_ready = QtCore.Signal(object)     # [(run row with "config", RunData), …]
     group_comparison_ready = QtCore.Signal(str, object)   # grouping column id, [(label, [(row, RunData), …]), …]
     column_choices_ready = QtCore.Signal(list, list)    # the database's configuration fields, metric keys
+    # the database is about to be left (another one opened, the console closed): what was typed
+    # and not yet saved (History's notes and tags) is to be handed to save_notes now
+    leaving_database = QtCore.Signal()
 
     def __init__(self, db_path: Path, parent: QtCore.QObject | None = None):
         super().__init__(parent)
@@ -61,6 +64,7 @@ class ConsoleController(QtCore.QObject):
         self.closing = False
         self._history_task: asyncio.Task | None = None
         self._workflows: set[asyncio.Task] = set()
+        self._note_writes: set[asyncio.Task] = set()    # never cancelled: a close or a switch waits for them
         self._closed: asyncio.Task | None = None
 
     @property
@@ -79,6 +83,7 @@ class ConsoleController(QtCore.QObject):
             if problem is not None:
                 self.database_refused.emit(Path(path), problem)
                 return
+            await self._write_pending_notes()
             self.open_database(Path(path))
         return self.spawn(run())
 
@@ -277,12 +282,32 @@ class ConsoleController(QtCore.QObject):
         return self.spawn(run())
 
     def save_notes(self, run_id: str, notes: str, tags: list[str]) -> asyncio.Task:
+        """A run's notes and tags, written through the client of the database they were typed in;
+        the write itself outlives a close (which waits for it), the refresh after it does not."""
+        client = self.client
+        write = asyncio.ensure_future(self._write_notes(client, run_id, notes, tags))
+        self._note_writes.add(write)
+        write.add_done_callback(self._note_writes.discard)
+
         async def run() -> None:
-            await self.client.set_notes(run_id, notes)
-            await self.client.set_tags(run_id, tags)
-            await self.refresh_history()
-            self.message.emit(f"notes of {run_id} saved", 3000)
+            await asyncio.shield(write)
+            if client is self.client:      # still the same database: show the saved text
+                await self.refresh_history()
+                self.message.emit(f"notes of {run_id} saved", 3000)
         return self.spawn(run())
+
+    @staticmethod
+    async def _write_notes(client: EngineClient, run_id: str, notes: str, tags: list[str]) -> None:
+        await client.set_notes(run_id, notes)
+        await client.set_tags(run_id, tags)
+
+    async def _write_pending_notes(self) -> None:
+        """Everything typed is written before the client goes: asked for (leaving_database), then
+        waited for, until asking brings nothing new (a keystroke may land while we wait)."""
+        self.leaving_database.emit()
+        while self._note_writes:
+            await asyncio.gather(*self._note_writes, return_exceptions=True)   # each one's error: its own task's
+            self.leaving_database.emit()
 
     def export(self, run_ids: list[str], fmt: str, path: Path, force: bool,
                charts: list[list[str]] | None = None, group_by: str | None = None) -> asyncio.Task:
@@ -307,6 +332,7 @@ class ConsoleController(QtCore.QObject):
         Everything else ends now (its answer has nowhere to go); a second call is the first."""
         if self._closed is not None:
             return self._closed
+        self.leaving_database.emit()      # typed notes are written before anything is cancelled
         self.closing = True
         if self._history_task is not None:
             self._history_task.cancel()
@@ -316,6 +342,7 @@ class ConsoleController(QtCore.QObject):
 
         async def run() -> None:
             try:
+                await self._write_pending_notes()
                 if stop_run is not None:
                     await self.client.stop(stop_run)
             finally:

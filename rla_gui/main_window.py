@@ -12,6 +12,7 @@ from typing import ClassVar, Protocol, cast
 
 from PySide6 import QtCore, QtGui, QtWidgets
 
+from rla_engine.config import Config
 from rla_engine.export import output_paths
 from rla_engine.text import as_html, printable
 from rla_engine.vocabulary import LIVE, CommandKind, Status
@@ -170,7 +171,8 @@ class MainWindow(QtWidgets.QMainWindow):
 
     def _wire(self) -> None:
         c, h, k = self.controller, self.history, self.controls
-        self.run_form.start_requested.connect(c.start)
+        self.run_form.start_requested.connect(self._start_run)
+        self.form_dock.visibilityChanged.connect(self.run_form.set_in_front)
         self.run_form.ablation_requested.connect(c.start_ablation)
         h.open_requested.connect(self.open_run)
         h.clone_requested.connect(c.clone)
@@ -181,6 +183,7 @@ class MainWindow(QtWidgets.QMainWindow):
         h.compare_requested.connect(c.compare)
         h.search_changed.connect(c.search)
         h.notes_edited.connect(c.save_notes)
+        c.leaving_database.connect(h.flush_notes)
         k.pause_requested.connect(lambda: c.command(CommandKind.PAUSE))
         k.resume_requested.connect(lambda: c.command(CommandKind.RESUME))
         k.stop_requested.connect(lambda: c.command(CommandKind.STOP))
@@ -236,6 +239,10 @@ class MainWindow(QtWidgets.QMainWindow):
 
     def open_run(self, run_id: str) -> None:
         self.controller.open_run(run_id)
+
+    def _start_run(self, cfg: Config, preset: str, name: str) -> None:
+        # Start waits for this launch: a double-click or a second Return would launch another run
+        self.run_form.hold_start_until(self.controller.start(cfg, preset, name))
 
     async def refresh_history(self) -> None:
         await self.controller.refresh_history()

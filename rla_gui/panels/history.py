@@ -18,6 +18,8 @@ from .runs_model import COLUMNS, Role, RunsFilter, RunsModel, duration_text
 
 __all__ = ["COLUMNS", "HistoryPanel", "RunsFilter", "RunsModel", "database_key", "duration_text"]
 
+NOTES_SAVE_MS = 800      # notes and tags are saved this long after the last keystroke
+
 
 def database_key(path: Path) -> str:
     """The settings group of one database's history columns: its resolved path, hashed."""
@@ -106,7 +108,14 @@ class HistoryPanel(QtWidgets.QWidget):
         self.tags = QtWidgets.QLineEdit()
         self.tags.setPlaceholderText("tags, comma separated")
         self.save_notes = QtWidgets.QPushButton("Save notes")
-        self.save_notes.clicked.connect(self._save_notes)
+        self.save_notes.setToolTip("Notes and tags save as you type; this saves them at once")
+        self.save_notes.clicked.connect(self.flush_notes)
+        self._notes_timer = QtCore.QTimer(self)
+        self._notes_timer.setSingleShot(True)
+        self._notes_timer.setInterval(NOTES_SAVE_MS)
+        self._notes_timer.timeout.connect(self.flush_notes)
+        self.notes.textChanged.connect(self._notes_typed)
+        self.tags.textChanged.connect(self._notes_typed)
         notes_row = QtWidgets.QHBoxLayout()
         notes_row.addWidget(self.tags, 1)
         notes_row.addWidget(self.save_notes)
@@ -122,7 +131,11 @@ class HistoryPanel(QtWidgets.QWidget):
         layout.addLayout(buttons)
         layout.addWidget(self.notes)
         layout.addLayout(notes_row)
-        self._notes_for: list[str] = []
+        self._notes_run: str | None = None          # the run the boxes' text belongs to
+        self._notes_saved = ("", "")                # the boxes' text as shown or last saved: nothing pending
+        # text saved but perhaps not yet in the rows (a refresh read before the write): shown over them
+        self._written: dict[str, tuple[str, str]] = {}
+        self._load_notes(None)
         for view in (self.table, self.tree):
             view.selectionModel().selectionChanged.connect(lambda *_: self._show_notes())
         self._fill_group_box()
@@ -132,6 +145,7 @@ class HistoryPanel(QtWidgets.QWidget):
         """New rows from the database; the selection follows its runs, not its row numbers."""
         selected = self.selected_ids()
         self.model.set_rows(rows)
+        self._forget_written(rows)
         if not self.grouped() and self.selected_ids() != selected:
             sel = self.table.selectionModel()
             sel.clearSelection()
@@ -140,6 +154,7 @@ class HistoryPanel(QtWidgets.QWidget):
                 if row["id"] in selected:
                     sel.select(self.proxy.mapFromSource(self.model.index(r, 0)), flags)
         self._regroup()
+        self._show_notes()      # the boxes' run may be gone (a reset clears the selection silently)
 
     def grouped(self) -> bool:
         return self.group_by is not None
@@ -178,6 +193,8 @@ class HistoryPanel(QtWidgets.QWidget):
     def use_database(self, settings: QtCore.QSettings, path: Path) -> None:
         """The columns and grouping chosen last time for this database (none at first)."""
         self._settings, self._db_key = None, database_key(path)
+        self._written.clear()
+        self._load_notes(None)      # the old database's run (its notes were saved as it was left)
         try:
             ids = json.loads(str(settings.value(f"{self._db_key}/columns", "[]")))
         except ValueError:      # a hand-edited settings file: the fixed columns only
@@ -366,21 +383,61 @@ class HistoryPanel(QtWidgets.QWidget):
         if len(ids) >= 2:
             self.compare_requested.emit(ids)
 
+    # -- notes and tags: saved as typed (debounced), and whenever their run is left --------------
     def _show_notes(self) -> None:
         ids = self.selected_ids()
-        if ids[:1] == self._notes_for:
+        if ids[:1] == [self._notes_run] or (not ids and self._notes_run is None):
             return      # same run still selected: keep what the user is typing
-        self._notes_for = ids[:1]
-        row = next((r for r in self.model.rows if ids and r["id"] == ids[0]), None)
-        self.notes.setPlainText((row or {}).get("notes") or "")
-        self.tags.setText((row or {}).get("tags") or "")
-        self.save_notes.setEnabled(row is not None)
+        self.flush_notes()      # what was typed belongs to the run it was typed for
+        self._load_notes(ids[0] if ids else None)
 
-    def _save_notes(self) -> None:
-        ids = self.selected_ids()
-        if ids:
-            tags = [t.strip() for t in self.tags.text().split(",") if t.strip()]
-            self.notes_edited.emit(ids[0], self.notes.toPlainText(), tags)
+    def _load_notes(self, run_id: str | None) -> None:
+        row = next((r for r in self.model.rows if r["id"] == run_id), None)
+        self._notes_run = row["id"] if row else None
+        notes, tags = self._written.get(run_id or "") or ((row or {}).get("notes") or "", (row or {}).get("tags") or "")
+        self._notes_saved = (notes, tags)
+        self.notes.setPlainText(notes)
+        self.tags.setText(tags)
+        for box in (self.notes, self.tags):     # no run, nowhere to keep text: nothing is typed
+            box.setReadOnly(row is None)
+        self._notes_typed()
+
+    def _notes_text(self) -> tuple[str, str]:
+        return self.notes.toPlainText(), self.tags.text()
+
+    def notes_pending(self) -> bool:
+        return self._notes_run is not None and self._notes_text() != self._notes_saved
+
+    def _notes_typed(self) -> None:
+        """Each keystroke restarts the wait; the button says whether anything is left to save."""
+        pending = self.notes_pending()
+        if pending:
+            self._notes_timer.start()
+        else:
+            self._notes_timer.stop()
+        self.save_notes.setEnabled(pending)
+        self.save_notes.setText("Saved" if self._notes_run is not None and not pending else "Save notes")
+
+    def flush_notes(self) -> None:
+        """Save what was typed for the boxes' run now: after the pause in typing, on the button, and
+        before another run, another database or the close takes the boxes."""
+        run_id = self._notes_run
+        if run_id is None or not self.notes_pending():
+            self._notes_timer.stop()
+            return
+        notes, tags_text = self._notes_text()
+        tags = [t.strip() for t in tags_text.split(",") if t.strip()]
+        self._notes_saved = (notes, tags_text)
+        self._written[run_id] = (notes, ",".join(tags))      # as the database will hold them
+        self._notes_typed()
+        self.notes_edited.emit(run_id, notes, tags)
+
+    def _forget_written(self, rows: list[dict]) -> None:
+        """Saved text the database's rows now hold (or whose run is gone) needs showing over them no more."""
+        held = {r["id"]: ((r.get("notes") or ""), (r.get("tags") or "")) for r in rows}
+        for run_id, text in list(self._written.items()):
+            if held.get(run_id, text) == text:
+                del self._written[run_id]
 
     def _archive(self) -> None:
         for run_id in self.selected_ids():

@@ -4,12 +4,11 @@ showed it, and runs matching by their notes were never shown. Now it separates w
 from __future__ import annotations
 
 import pytest
-from PySide6 import QtCore
 
 from rla_engine.store import open_store
 from rla_gui.main_window import MainWindow
 
-from gui_support import until
+from gui_support import shown_window, until
 
 
 @pytest.fixture
@@ -21,14 +20,8 @@ def window(qtbot, tmp_path, aloop, recorded, recorded_db):
         store.set_notes(noted, "judge collapsed after the override; zebra")
     finally:
         store.close()
-    settings = QtCore.QSettings(str(tmp_path / "settings.ini"), QtCore.QSettings.Format.IniFormat)
-    win = MainWindow(db, settings=settings)
-    win.ask_close_choice = lambda run_id: "detach"
-    qtbot.addWidget(win)
-    win.show()
-    yield win, noted
-    win.close()
-    qtbot.waitUntil(win.finished.done, timeout=30_000)
+    with shown_window(qtbot, db, tmp_path) as win:
+        yield win, noted
 
 
 def _shown_ids(win: MainWindow) -> list[str]:
