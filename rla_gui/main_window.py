@@ -374,7 +374,20 @@ class MainWindow(QtWidgets.QMainWindow):
             self.controller.export(ids, fmt, Path(path).resolve(), force=True, charts=self.export_charts(),
                                    group_by=view.column if isinstance(view, GroupComparisonPanel) else None)
 
+    def _known_run(self, run_id: str | None) -> dict | None:
+        """The run as the console last read it (History's row, the open run's fresher one)."""
+        row = next((r for r in self.history.model.rows if r["id"] == run_id), None)
+        if run_id is not None and self.controller.session.run_id == run_id and self.controller.session.run is not None:
+            row = {**(row or {}), **self.controller.session.run}
+        return row
+
     def ask_delete(self, run_id: str) -> None:
+        """A live run is refused before anything is asked (the store refuses it again, under the
+        run's lock, should it have started meanwhile); any other is deleted once confirmed."""
+        status = (self._known_run(run_id) or {}).get("status")
+        if status in LIVE:
+            self.statusBar().showMessage(f"run {run_id} is still {status}: stop it before deleting it", 8000)
+            return
         answer = QtWidgets.QMessageBox.question(
             self, "Delete run", f"Delete run {run_id} with its checkpoints and log? This cannot be undone.")
         if answer == QtWidgets.QMessageBox.StandardButton.Yes:
@@ -413,9 +426,7 @@ class MainWindow(QtWidgets.QMainWindow):
         """Resume from History or the toolbar. A stopped, crashed or failed run goes on to its
         target; a completed one has none left, so the person says how many iterations to add
         (`rla resume --iterations`); a live one is said to be live."""
-        row = next((r for r in self.history.model.rows if r["id"] == run_id), None)
-        if self.controller.session.run_id == run_id and self.controller.session.run is not None:
-            row = {**(row or {}), **self.controller.session.run}
+        row = self._known_run(run_id)
         if run_id is None or row is None:
             return
         status = row.get("status")

@@ -17,10 +17,15 @@ ROOT = Path(__file__).resolve().parents[1]
 # whole suite: the engine's tests 568 s, the rest 856 s; after the engine stopped
 # importing torch._dynamo, halves of 568 s and 669 s): Ray and the language-model loop tests run
 # with the console's; the fault checks and the report layout with the engine's.
-TO_SECOND = ["tests/engine/test_ray.py", "tests/engine/test_ray_unreachable.py", "tests/engine/test_llm_loop.py"]
-TO_FIRST = ["tests/faults", "tests/report/test_report_layout.py"]
+# The journeys run in the engine's half, in a process no other console test has used: after the
+# ~400 console tests of the other half, the ablation journey died of a segmentation fault in about
+# half of the runs (a core dump: QTimerInfoList::activateTimers on a freed receiver; the cause is
+# not yet found), and never when it ran in a fresh process.
+TO_SECOND = ["tests/engine/test_ray.py", "tests/engine/test_ray_unreachable.py", "tests/engine/test_llm_loop.py",
+             "tests/faults"]
+TO_FIRST = ["tests/journeys", "tests/report/test_report_layout.py"]
 HALVES = (["tests/engine", *TO_FIRST, *(f"--ignore={m}" for m in TO_SECOND)],
-          ["tests/store", "tests/report", "tests/gui", "tests/journeys", *TO_SECOND,
+          ["tests/store", "tests/report", "tests/gui", *TO_SECOND,
            *(f"--ignore={m}" for m in TO_FIRST if m.endswith(".py"))])
 COUNTS = re.compile(r"(\d+) (passed|failed|skipped|xfailed|xpassed|errors?)\b")
 

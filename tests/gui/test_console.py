@@ -235,3 +235,21 @@ def test_an_empty_dashboard_frames_every_plot_at_zero_to_one(window, qtbot):
     qtbot.wait(50)
     plots = window.dashboard.plots
     assert len(plots) == 10 and [p.plotItem.vb.viewRange() for p in plots] == [[[0, 1], [0, 1]]] * len(plots)
+
+
+def test_delete_on_a_live_run_refuses_before_asking(window, drive, monkeypatch, qtbot):
+    """Issue 35, part 2, item 6: "cannot be undone?" was asked, and only a Yes found the run live."""
+    store = open_store(window.controller.db_path)
+    store.create_run("live-here", name="live here", preset=None, config=build(preset="tiny").to_dict(), device="cpu")
+    asked: list[str] = []
+    monkeypatch.setattr("PySide6.QtWidgets.QMessageBox.question", lambda *a, **k: asked.append(a[2]))
+
+    async def scenario():
+        await window.controller.refresh_history()
+        await until(lambda: any(r["id"] == "live-here" for r in window.history.model.rows), what="the run listed")
+        window.history.select("live-here")
+        qtbot.mouseClick(window.history.buttons["Delete…"], QtCore.Qt.MouseButton.LeftButton)
+    drive(scenario(), timeout=30)
+    assert asked == []
+    assert window.statusBar().currentMessage() == "run live-here is still running: stop it before deleting it"
+    assert store.get_run("live-here") is not None
