@@ -1,5 +1,5 @@
-"""`make test`: the suite as two pytest processes at once, one per core — the engine's tests, and
-the store's, the console's, the reports' and the fault campaign's. Each half keeps pytest's own
+"""`make test`: the suite as two pytest processes at once, one per core — the engine's tests
+with the journeys, and the store's, the console's, the reports' and the fault campaign's. Each half keeps pytest's own
 order and its own process (a Qt/asyncio loop of the console's tests never meets an engine test).
 Prints each half's output, then one closing line with the totals; exits non-zero if either half
 failed. Extra arguments go to both halves (e.g. -x, -k NAME)."""
@@ -15,8 +15,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 # Files that change halves so that both take about as long (measured with --durations=0 on the
 # whole suite: the engine's tests 568 s, the rest 856 s; after the engine stopped
-# importing torch._dynamo, halves of 568 s and 669 s): Ray and the language-model loop tests run
-# with the console's; the fault checks and the report layout with the engine's.
+# importing torch._dynamo, halves of 568 s and 669 s): Ray, the language-model loop and the fault
+# checks run with the console's; the report layout and the journeys with the engine's.
 # The journeys run in the engine's half, in a process no other console test has used: after the
 # ~400 console tests of the other half, the ablation journey died of a segmentation fault in about
 # half of the runs (a core dump: QTimerInfoList::activateTimers on a freed receiver; the cause is
