@@ -1,6 +1,6 @@
 """`make test`: the suite as two pytest processes at once, one per core — the engine's tests
-with the journeys, and the store's, the console's, the reports' and the fault campaign's. Each half keeps pytest's own
-order and its own process (a Qt/asyncio loop of the console's tests never meets an engine test).
+with the journeys (after them), and the store's, the console's, the reports' and the fault
+campaign's. Each half keeps pytest's own order and its own process.
 Prints each half's output, then one closing line with the totals; exits non-zero if either half
 failed. Extra arguments go to both halves (e.g. -x, -k NAME)."""
 from __future__ import annotations
