@@ -138,12 +138,19 @@ def test_a_paused_engine_whose_run_row_is_deleted_stops_too(tmp_path):
     assert rows_of(db, "p") == dict.fromkeys(TABLES, 0)          # it wrote nothing after
 
 
-def test_doctor_leaves_a_leftover_folder_an_engine_holds(tmp_path):
-    db = tmp_path / "h.db"
+def leftover_folder(db):
+    """A checkpoint folder marked as this database's, of a run the database no longer has."""
     store = open_store(db)
     folder = checkpoints_dir(db, "gone")
     folder.mkdir(parents=True)
     (folder / OWNER).write_text(store.database_id)
+    store.close()
+    return folder
+
+
+def test_doctor_leaves_a_leftover_folder_an_engine_holds(tmp_path):
+    db = tmp_path / "h.db"
+    folder = leftover_folder(db)
     fd = lock_run(folder)
     try:
         res = rla("doctor", "--fix", db=db)
@@ -156,11 +163,7 @@ def test_doctor_leaves_a_leftover_folder_an_engine_holds(tmp_path):
 
 def test_a_doctor_report_writes_nothing_in_a_leftover_folder(tmp_path):
     db = tmp_path / "h.db"
-    store = open_store(db)
-    folder = checkpoints_dir(db, "gone")
-    folder.mkdir(parents=True)
-    (folder / OWNER).write_text(store.database_id)
-    store.close()
+    folder = leftover_folder(db)
     res = rla("doctor", db=db)
     assert res.returncode == 0 and "found checkpoint folders of deleted runs: 1" in res.stdout, res
     assert sorted(p.name for p in folder.iterdir()) == [OWNER]       # no lock file made to look
