@@ -24,7 +24,7 @@ from PySide6 import QtCore
 from rla_engine.config import Config, build
 from rla_engine import metrics
 from rla_engine.store import open_store
-from rla_gui.panel_spec import DRAWN_KEYS
+from rla_gui.model.panel_spec import DRAWN_KEYS
 from rla_gui.app import build_app
 from rla_gui.main_window import MainWindow
 

@@ -31,7 +31,7 @@ from rla_engine import metrics
 from rla_engine.paths import checkpoints_dir
 from rla_engine.store import open_store
 from rla_engine.vocabulary import CommandOutcome
-from rla_gui.panel_spec import DRAWN_KEYS
+from rla_gui.model.panel_spec import DRAWN_KEYS
 
 HISTORY_KEYS = sorted({k for k in DRAWN_KEYS if k != metrics.EVAL_SUCCESS}
                       | {metrics.ENV_STEPS, metrics.ITERATION_S})

@@ -33,7 +33,7 @@ from .ablation.arms import check_group
 from .paths import RunBusy, UnsafeRunId, check_run_id, default_db_path, lock_group, unlock_run
 from .store import StoreError, new_run_id, open_store
 from .spread import mean_std
-from .summary import SUMMARY_KEYS, figure, run_duration
+from .summary import FINAL, SUMMARY_KEYS, figure, run_duration
 from .text import json_safe, printable, shown
 from .vocabulary import LIVE, EventKind, TaskStatus
 
@@ -256,6 +256,15 @@ def cmd_runs(a) -> int:
     return 0
 
 
+def _print_finals(latest: dict) -> None:
+    if latest:
+        print(f"  {FINAL.name} values ({FINAL.definition}):")
+    for k in sorted(latest):
+        if not k.startswith(metrics.TIMING_PREFIX):
+            v = latest[k]
+            print(f"  {printable(k):<26} " + (f"{v:.4g}" if math.isfinite(v) else "?"))
+
+
 def cmd_show(a) -> int:
     store = _open(a.db, create=False)
     store.refresh_liveness()
@@ -294,10 +303,7 @@ def cmd_show(a) -> int:
     ended = "" if run["status"] in LIVE else " (active when the run ended)"
     for alert in info["alerts"].values():
         print(f"  alert{ended}: {printable(describe(alert))}")
-    for k in sorted(info["latest"]):
-        if not k.startswith(metrics.TIMING_PREFIX):
-            v = info["latest"][k]
-            print(f"  {printable(k):<26} " + (f"{v:.4g}" if math.isfinite(v) else "?"))
+    _print_finals(info["latest"])
     active = [t for t in info["pool"] if t["status"] == TaskStatus.ACTIVE]
     pending = len(info["pool"]) - len(active)
     if active:

@@ -8,6 +8,7 @@ import json
 import math
 import time
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
@@ -15,6 +16,7 @@ import numpy as np
 
 from . import metrics
 from .config import current_settings
+from .spread import mean_std
 from .vocabulary import LIVE
 
 # The headline values of a run: the columns of `rla runs` and of the console's history table.
@@ -108,6 +110,40 @@ HEADLINE_ROWS = (("success (train)", metrics.SUCCESS, True), ("eval success", me
                  ("process agreement", metrics.PROCESS_AGREEMENT, True),
                  ("μ", metrics.MU, False), ("pool difficulty (mean)", metrics.DIFFICULTY_MEAN, False),
                  ("tasks in band", metrics.IN_BAND, False))
+
+
+@dataclass(frozen=True)
+class Reduction:
+    """How a run's series of one metric becomes the one figure a table shows. Every table that
+    shows such a figure (History, the comparison, the reports, `rla runs`/`show`, the ablation's
+    results) computes it here and shows `definition` beside it (a header's tooltip, a caption),
+    so "final" means one thing everywhere."""
+    name: str           # the table's word for it: "final", "best", "mean of last 3"
+    definition: str
+    last: int           # how many of the last stored values are averaged; 0: the highest value
+
+    def of(self, values: Sequence[float] | np.ndarray) -> float | None:
+        if self.last == 0:
+            return best_value(range(len(values)), values)[0]
+        if self.last == 1:
+            return final_value(values)
+        return mean_std(list(values)[-self.last:]).mean    # None where no float holds the mean
+
+
+FINAL = Reduction("final", "the value at the run's last committed iteration (a live run's latest)", 1)
+BEST = Reduction("best", "the highest value the run reached (and the first iteration that reached it)", 0)
+
+
+def mean_of_last(n: int) -> Reduction:
+    """The mean of a run's last `n` stored values: one evaluation, or one judge estimate, is noisy."""
+    return Reduction(f"mean of last {n}", f"the mean of the run's last {n} stored values "
+                                          "(an iteration that logged no value is not counted)", n)
+
+
+def definitions(reductions: Sequence[Reduction]) -> str:
+    """One line that says what each figure in a table is: "final: …; best: …"."""
+    seen = dict.fromkeys(reductions)
+    return "; ".join(f"{r.name}: {r.definition}" for r in seen)
 
 
 def final_value(values: Sequence[float] | np.ndarray) -> float | None:

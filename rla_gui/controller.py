@@ -26,9 +26,9 @@ from rla_engine.summary import SUMMARY_KEYS
 from rla_engine.text import counted
 from rla_engine.vocabulary import LIVE, RunRow
 
-from .run_data import RunData
+from .model.run_data import RunData
 from .session import RunSession, check_database
-from .widgets.run_columns import ColumnValues
+from .model.run_columns import ColumnValues
 
 HISTORY_EVERY_S = 2.0
 

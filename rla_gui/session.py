@@ -18,7 +18,7 @@ from rla_engine.client import EngineClient, EngineError
 from rla_engine.store import StoreError, open_store
 from rla_engine.vocabulary import LIVE, RunRow, TaskStatus
 
-from .run_data import RunData
+from .model.run_data import RunData
 
 POOL_EVERY_S = 1.0
 

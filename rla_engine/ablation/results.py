@@ -1,10 +1,12 @@
 """The results table of an ablation: per arm, mean ± standard deviation over its seeds.
 
-Held-out success is the mean of a run's last three evaluations (one evaluation is noisy); the
-judge's figures are the mean of their last ten stored values (undefined iterations are not
-stored, SPEC §7); difficulty and environment steps are the final values; wall time is the sum of
-the iterations' own times, so a run spent in parts is not charged for the gaps. The standard
-deviation is the sample one (n − 1): three seeds estimate a spread, they are not the population.
+How a run's series becomes its cell is summary's Reduction, the one the console and the reports
+use, and the table prints each column's definition under it: held-out success is the mean of a
+run's last three evaluations (one evaluation is noisy); the judge's figures are the mean of their
+last ten stored values (undefined iterations are not stored, SPEC §7); difficulty and environment
+steps are final values; wall time is the sum of the iterations' own times, so a run spent in parts
+is not charged for the gaps. The standard deviation is the sample one (n − 1): three seeds
+estimate a spread, they are not the population.
 """
 from __future__ import annotations
 
@@ -14,7 +16,7 @@ from dataclasses import dataclass, field
 from .. import metrics
 from ..spread import Spread, mean_std
 from ..store import Store
-from ..summary import figure
+from ..summary import FINAL, Reduction, figure, mean_of_last
 from ..vocabulary import Status
 from .arms import DIAGNOSTIC_ARMS, PlannedRun
 
@@ -34,10 +36,13 @@ COLUMNS: tuple[tuple[str, str], ...] = (
     ("env steps", metrics.ENV_STEPS),
     ("wall s", "wall_s"),
 )
-_LAST_N = {metrics.EVAL_SUCCESS: LAST_EVALS, metrics.eval_tier_key(0.9): LAST_EVALS,
-           metrics.PROCESS_AGREEMENT: LAST_VALUES, metrics.OUTCOME_AGREEMENT: LAST_VALUES, metrics.MU: LAST_VALUES,
-           **{key: LAST_VALUES for key in metrics.JUDGE_ERRORS},
-           metrics.DIFFICULTY_MEAN: 1, metrics.ENV_STEPS: 1}
+_EVALS, _VALUES = mean_of_last(LAST_EVALS), mean_of_last(LAST_VALUES)
+REDUCTIONS: dict[str, Reduction] = {
+    metrics.EVAL_SUCCESS: _EVALS, metrics.eval_tier_key(0.9): _EVALS,
+    metrics.PROCESS_AGREEMENT: _VALUES, metrics.OUTCOME_AGREEMENT: _VALUES, metrics.MU: _VALUES,
+    **{key: _VALUES for key in metrics.JUDGE_ERRORS},
+    metrics.DIFFICULTY_MEAN: FINAL, metrics.ENV_STEPS: FINAL}
+WALL_DEFINITION = "the sum of the iterations' own times (a run spent in parts is not charged for the gaps)"
 
 
 @dataclass
@@ -55,9 +60,8 @@ class ArmResult:
 
 def run_values(store: Store, run_id: str) -> dict[str, float | None]:
     out: dict[str, float | None] = {}
-    for key, n in _LAST_N.items():
-        vals = store.series(run_id, key)[1][-n:]
-        out[key] = mean_std(vals).mean        # None where no float holds it (an imported 1e308s' sum)
+    for key, reduction in REDUCTIONS.items():
+        out[key] = reduction.of(store.series(run_id, key)[1])   # None where no float holds it
     out["wall_s"] = _total([r["wall_s"] or 0.0 for r in store.iterations(run_id)])
     return out
 
@@ -103,13 +107,29 @@ def markdown(results: list[ArmResult], title: str) -> str:
         cells = [_cell(res.mean_std(key), key) for _, key in COLUMNS]
         name = f"{res.arm} (diagnostic)" if res.arm in DIAGNOSTIC_ARMS else res.arm
         lines.append(f"| {name} | {len(res.runs)} | " + " | ".join(cells) + " |")
+    lines += ["", "Each cell is the mean ± sample standard deviation (n − 1) over the arm's seeds of one value "
+                  "per run: " + column_definitions() + "."]
     notes = [u for res in results for u in res.unfinished]
     if notes:
         lines += ["", "Not finished: " + ", ".join(notes)]
     return "\n".join(lines) + "\n"
 
 
+def definition(key: str) -> str:
+    """What a column's per-run value is."""
+    return REDUCTIONS[key].definition if key in REDUCTIONS else WALL_DEFINITION
+
+
+def column_definitions() -> str:
+    """What each column's per-run value is (columns with one definition named together): the table's caption."""
+    named: dict[str, list[str]] = {}
+    for name, key in COLUMNS:
+        named.setdefault(definition(key), []).append(name)
+    return "; ".join(f"{', '.join(names)} — {text}" for text, names in named.items())
+
+
 def as_json(results: list[ArmResult], meta: dict) -> str:
-    return json.dumps({**meta, "arms": {r.arm: {"runs": {str(s): v for s, v in r.runs.items()},
-                                                "mean_std": {k: _pair(r.mean_std(k)) for _, k in COLUMNS},
-                                                "unfinished": r.unfinished} for r in results}}, indent=2)
+    arms = {r.arm: {"runs": {str(s): v for s, v in r.runs.items()},
+                    "mean_std": {k: _pair(r.mean_std(k)) for _, k in COLUMNS},
+                    "unfinished": r.unfinished} for r in results}
+    return json.dumps({**meta, "definitions": {key: definition(key) for _, key in COLUMNS}, "arms": arms}, indent=2)

@@ -18,8 +18,8 @@ from rla_engine.text import printable
 from rla_engine.vocabulary import LIVE
 
 from ..guard import guarded
-from ..panel_spec import LOSSES, PALETTE, PANELS, Panel, chart_title, short
-from ..run_data import X_AXES, RunData
+from ..model.panel_spec import LOSSES, PALETTE, PANELS, Panel, chart_title, short
+from ..model.run_data import X_AXES, RunData
 from ..widgets.chart_export import add_chart_export
 from ..widgets.key_picker import KeyPicker
 from ..widgets.metric_plot import MetricCurve

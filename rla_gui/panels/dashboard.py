@@ -15,9 +15,10 @@ from PySide6 import QtCore, QtGui, QtWidgets
 from rla_engine.alerts import CLEARED, RAISED
 from rla_engine.vocabulary import VARIANT_KINDS, EventKind
 
-from ..panel_spec import (AGREEMENT, ALERT_BEGAN, ALERT_ENDED, BALANCE, DIFFICULTY, JUDGE_UPDATE, LANGUAGE, LOSSES,
-                          MARKER_KINDS, POLICY, POLICY_UPDATE, SYSTEM_MEMORY, SYSTEM_USE, TIER_COLOURS, chart_title)
-from ..run_data import RunData
+from ..model.panel_spec import (AGREEMENT, ALERT_BEGAN, ALERT_ENDED, BALANCE, DIFFICULTY, JUDGE_UPDATE, LANGUAGE,
+                                LOSSES, MARKER_KINDS, POLICY, POLICY_UPDATE, SYSTEM_MEMORY, SYSTEM_USE, TIER_COLOURS,
+                                chart_title)
+from ..model.run_data import RunData
 from ..session import RunSession
 from ..widgets.key_picker import KeyPicker
 from ..widgets.metric_plot import MetricCurve, MetricPlot

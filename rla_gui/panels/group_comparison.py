@@ -12,12 +12,12 @@ from rla_engine.text import counted, printable
 from rla_engine.vocabulary import LIVE
 
 from ..guard import guarded
-from ..panel_spec import LOSSES, PALETTE, PANELS, Panel
-from ..run_data import X_AXES, RunData
+from ..model.panel_spec import LOSSES, PALETTE, PANELS, Panel
+from ..model.run_data import X_AXES, RunData
 from ..widgets.mean_band import MeanBandCurve
 from ..widgets.readout import add_legend, set_title
 from .comparison import PLOT_MIN_HEIGHT, summarise
-from ..widgets.run_columns import mean_std, mean_std_text
+from ..model.run_columns import mean_std, mean_std_text
 
 Runs = list[tuple[dict, RunData]]
 MAX_TITLE_GROUPS = 2

@@ -12,7 +12,7 @@ from PySide6 import QtCore, QtGui, QtWidgets
 
 from ..guard import guarded
 from ..widgets.column_chooser import ColumnChooser, choices
-from ..widgets.run_columns import FIELD, FIXED, RUN, RUN_COLUMNS, Column, parse
+from ..model.run_columns import FIELD, FIXED, RUN, RUN_COLUMNS, Column, parse
 from .run_groups import GroupTree, GroupTreeModel
 from .runs_model import COLUMNS, Role, RunsFilter, RunsModel, duration_text
 

@@ -12,7 +12,7 @@ from rla_engine.spread import Spread
 from rla_engine.text import counted
 
 from ..guard import guarded, resetting
-from ..widgets.run_columns import Column, Group, group_rows, mean_std_text, missing, ordered
+from ..model.run_columns import Column, Group, group_rows, mean_std_text, missing, ordered
 from .runs_model import cell, fill_roles
 
 Role = QtCore.Qt.ItemDataRole

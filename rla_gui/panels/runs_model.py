@@ -12,8 +12,8 @@ from rla_engine.text import as_html, shown
 from rla_engine.vocabulary import DAMAGED, Status
 
 from ..guard import guarded, resetting
-from ..widgets.run_columns import (FIELD, FIXED, Column, Condition, missing, number, ordered, parse_filter,
-                                   value_text)
+from ..model.run_columns import (FIELD, FIXED, Column, Condition, missing, number, ordered, parse_filter,
+                                 value_text)
 
 COLUMNS = [(c.title, c.key) for c in FIXED]       # (header, field of the summary row): the fixed columns
 STATUS_COLOURS = {Status.RUNNING: "#2ca02c", Status.PAUSED: "#ff7f0e", Status.CRASHED: "#d62728",

@@ -68,7 +68,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     renderer: Render = functools.partial(render, added=[c for c in added if c])
     if a.group_by and a.format in ("html", "pdf"):
-        from ..widgets.run_columns import parse
+        from ..model.run_columns import parse
         if parse(a.group_by) is None:
             print(f"{PROG}: --group-by {a.group_by!r}: not a history column (e.g. config:policy.lam, run:arm)",
                   file=sys.stderr)

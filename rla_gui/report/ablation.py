@@ -28,8 +28,9 @@ from rla_engine.ablation.arms import ARMS, DIAGNOSTIC_ARMS, arm_of
 from rla_engine.export.files import OutputError, write_atomic_many
 from rla_engine.store import StoreError, open_store
 
-from ..panel_spec import PALETTE
-from ..widgets.mean_band import add_band, mean_curve
+from ..model.panel_spec import PALETTE
+from ..model.mean_curve import mean_curve
+from ..widgets.mean_band import add_band
 from ..widgets.readout import LegendRow
 from .charts import INK, SCALE, Chart, LegendEntry, _Canvas
 

@@ -27,9 +27,9 @@ from PySide6 import QtCore, QtGui, QtWidgets
 from rla_engine import metrics
 from rla_engine.vocabulary import VARIANT_KINDS, EventKind, TaskStatus
 
-from ..panel_spec import (AGREEMENT, BALANCE, DIFFICULTY, LOSSES, MARKER_COLOURS, MARKER_KINDS, PALETTE, POLICY,
-                          TIER_COLOURS, Panel, chart_title, short)
-from ..run_data import ema
+from ..model.panel_spec import (AGREEMENT, BALANCE, DIFFICULTY, LOSSES, MARKER_COLOURS, MARKER_KINDS, PALETTE, POLICY,
+                                TIER_COLOURS, Panel, chart_title, short)
+from ..model.run_data import ema
 from ..widgets import finite_range
 
 MAX_POINTS = 2000          # per drawn line: min/max per bin keeps 100,000 rows to ~2000 vertices

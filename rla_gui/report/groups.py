@@ -17,9 +17,10 @@ from rla_engine import metrics
 from rla_engine.export.files import atomic_path, write_atomic
 from rla_engine.summary import HEADLINE_ROWS, config_differences, settings
 
-from ..widgets.run_columns import BEST, CONFIG, FINAL, Column, group_rows, mean_std, mean_std_text, parse
-from ..run_data import X_AXES, RunData
-from ..widgets.mean_band import add_band, grid_of, mean_curve
+from ..model.run_columns import BEST, CONFIG, FINAL, Column, group_rows, mean_std, mean_std_text, parse
+from ..model.run_data import X_AXES, RunData
+from ..model.mean_curve import grid_of, mean_curve
+from ..widgets.mean_band import add_band
 from . import charts, sections
 from .escape import DASH, esc, num, table, value_text
 from .html import _Doc, data_uri

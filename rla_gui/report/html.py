@@ -18,7 +18,7 @@ from rla_engine import metrics
 from rla_engine.summary import config_differences, settings
 from rla_engine.vocabulary import TaskStatus
 
-from ..panel_spec import HEALTH_PANELS
+from ..model.panel_spec import HEALTH_PANELS
 from . import charts
 from . import sections
 from .escape import DASH, duration, esc, kv_table, num, table, value_text, when

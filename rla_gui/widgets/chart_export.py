@@ -37,7 +37,7 @@ from PySide6 import QtCore, QtWidgets
 
 from rla_engine.export.files import write_atomic
 
-from ..run_data import RunData, ema
+from ..model.run_data import RunData, ema
 from . import file_dialogs
 from .readout import HoverReadout
 

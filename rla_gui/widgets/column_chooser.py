@@ -7,7 +7,7 @@ from collections.abc import Iterable
 
 from PySide6 import QtCore, QtWidgets
 
-from .run_columns import BEST, FINAL, RUN, RUN_COLUMNS, Column, config_column, metric_column, parse
+from ..model.run_columns import BEST, FINAL, RUN, RUN_COLUMNS, Column, config_column, metric_column, parse
 
 KIND_NOTES = {RUN: "of the run row", "config": "configuration field", FINAL: "value at the last iteration",
               BEST: "highest value (the comparison's best)"}

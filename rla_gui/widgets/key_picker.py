@@ -11,7 +11,7 @@ from PySide6 import QtCore, QtGui, QtWidgets
 
 from rla_engine import metrics
 
-from ..panel_spec import short
+from ..model.panel_spec import short
 
 # what the engine writes besides the per-tier keys (those are listed once stored)
 KNOWN_KEYS = tuple(dict.fromkeys((*metrics.ALL_FIXED, metrics.EFFECTIVE_LAMBDA, metrics.INVALID,

@@ -16,7 +16,7 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6 import QtCore
 
-from ..panel_spec import ALERT_COLOURS, MARKER_COLOURS
+from ..model.panel_spec import ALERT_COLOURS, MARKER_COLOURS
 
 # Even at a few floats each, a run steered for weeks must stay bounded; the newest are kept,
 # and the event log lists every event.

@@ -10,10 +10,10 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6 import QtCore
 
-from ..panel_spec import PALETTE, short
-from ..run_data import X_AXES, RunData, ema, ema_state
+from ..model.panel_spec import PALETTE, short
+from ..model.run_data import X_AXES, RunData, ema, ema_state
 from .chart_export import add_chart_export
-from .lod import PeakPyramid
+from ..model.lod import PeakPyramid
 from .markers import EventMarkers
 from .readout import HoverReadout, add_legend, set_title
 

@@ -11,7 +11,7 @@ from rla_engine.alerts import ALERTS, CLEARED, RAISED, describe
 from rla_engine.text import counted, printable
 from rla_engine.vocabulary import EventKind, Status
 
-from ..run_data import RunData
+from ..model.run_data import RunData
 from ..session import RunSession
 from .plain_text import html_text, plain_label, set_tooltip
 

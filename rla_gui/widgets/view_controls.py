@@ -6,7 +6,7 @@ import contextlib
 
 from PySide6 import QtCore, QtWidgets
 
-from ..run_data import X_AXES
+from ..model.run_data import X_AXES
 
 DEFAULT_SMOOTHING = 60     # percent: the EMA weight of the previous smoothed value
 

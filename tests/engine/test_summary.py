@@ -1,5 +1,8 @@
 """One rule for a run's duration, config differences and final/best values, whoever shows them."""
+import pytest
 from rla_engine.summary import best_value, config_differences, final_value, run_duration
+
+from rla_engine import metrics
 
 
 def test_duration_of_live_finished_and_never_started_runs():
@@ -25,3 +28,20 @@ def test_final_and_best_values_skip_nan_and_name_the_first_iteration_at_the_best
     assert final_value(vals) == 0.5 and final_value([]) is None
     assert best_value(its, vals) == (0.7, 3)
     assert best_value([1, 2], [float("nan"), float("nan")]) == (None, None)
+
+
+def test_one_definition_of_final_best_and_mean_of_last_n_serves_every_table():
+    from rla_engine.ablation import results
+    from rla_engine.summary import BEST, FINAL, definitions, mean_of_last
+
+    values = [0.1, 0.9, float("nan"), 0.4, 0.5]
+    assert FINAL.of(values) == 0.5
+    assert BEST.of(values) == 0.9
+    assert mean_of_last(3).of([0.0, 0.1, 0.2, 0.4, 0.6]) == pytest.approx(0.4)
+    assert FINAL.of([]) is None and BEST.of([]) is None and mean_of_last(3).of([]) is None
+    # the ablation's held-out success is a mean of the last three evaluations, and its table says so
+    assert results.REDUCTIONS[metrics.EVAL_SUCCESS].of([0.0, 0.3, 0.6, 0.9]) == pytest.approx(0.6)
+    caption = results.column_definitions()
+    assert "held-out success, @0.9 — the mean of the run's last 3 stored values" in caption
+    assert "difficulty, env steps — " + FINAL.definition in caption
+    assert definitions([FINAL, BEST, FINAL]) == f"final: {FINAL.definition}; best: {BEST.definition}"

@@ -6,7 +6,7 @@ from PySide6 import QtCore
 
 from rla_engine.alerts import ALERTS, JUDGE_UNANIMOUS
 from rla_gui.main_window import MainWindow
-from rla_gui.panel_spec import ALERT_BEGAN, ALERT_ENDED
+from rla_gui.model.panel_spec import ALERT_BEGAN, ALERT_ENDED
 
 from gui_support import until
 

@@ -17,10 +17,10 @@ from PySide6 import QtCore, QtGui, QtWidgets
 
 from rla_engine import metrics
 from rla_engine.store import open_store
-from rla_gui.panel_spec import PALETTE, POLICY, short
+from rla_gui.model.panel_spec import PALETTE, POLICY, short
 from rla_gui.panels.comparison import ComparePlot
 from rla_gui.panels.dashboard import DifficultyPlot
-from rla_gui.run_data import RunData
+from rla_gui.model.run_data import RunData
 from rla_gui.widgets import chart_export
 from rla_gui.widgets.chart_export import ChartExport
 from rla_gui.widgets.metric_plot import MetricPlot

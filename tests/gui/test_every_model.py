@@ -81,7 +81,7 @@ COLUMN_IDS = ["config:policy.lam", "config:task.name", f"final:{metrics.DIFFICUL
 
 def _runs_model(image):
     from rla_gui.panels.runs_model import RunsModel
-    from rla_gui.widgets.run_columns import FIXED, RUN_COLUMNS, parse
+    from rla_gui.model.run_columns import FIXED, RUN_COLUMNS, parse
     model = RunsModel()
     model.set_columns([*FIXED, *RUN_COLUMNS, *(c for c in map(parse, COLUMN_IDS) if c is not None)])
     model.set_rows(_run_rows(image))
@@ -100,7 +100,7 @@ def _runs_filter(image):
 
 def _group_tree(image):
     from rla_gui.panels.run_groups import GroupTreeModel
-    from rla_gui.widgets.run_columns import parse
+    from rla_gui.model.run_columns import parse
     source = _runs_model(image)
     model = GroupTreeModel()
     by = parse("config:policy.lam")

@@ -16,11 +16,11 @@ from rla_engine.export.bundles import load_bundles
 from rla_engine.store import open_store
 from rla_engine.summary import best_value, final_value, flatten
 from rla_gui.main_window import MainWindow
-from rla_gui.panel_spec import PALETTE
+from rla_gui.model.panel_spec import PALETTE
 from rla_gui.panels.group_comparison import GroupComparisonPanel
 from rla_gui.panels.history import COLUMNS
 from rla_gui.report.groups import render as group_report
-from rla_gui.widgets.run_columns import mean_std, mean_std_text, parse, value_text
+from rla_gui.model.run_columns import mean_std, mean_std_text, parse, value_text
 
 from gui_support import TINY, until
 

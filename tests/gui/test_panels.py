@@ -376,7 +376,7 @@ def test_event_markers_cost_no_scene_item_each_and_stay_bounded(qtbot):
     import numpy as np
 
     from rla_engine import metrics
-    from rla_gui.run_data import RunData
+    from rla_gui.model.run_data import RunData
     from rla_gui.widgets.markers import MAX_MARKERS
     from rla_gui.widgets.metric_plot import MetricPlot
     plot = MetricPlot("μ balance", (metrics.MU,), RunData())

@@ -132,7 +132,7 @@ def test_every_widget_draws_hostile_data_text_as_written(qtbot, tmp_path, hostil
 
 def test_a_chart_title_of_a_hostile_key_renders_no_image_and_no_markup(qtbot, tmp_path_factory):
     """The dashboard's chart of one key, drawn into pixels: the planted image is not loaded."""
-    from rla_gui.run_data import RunData
+    from rla_gui.model.run_data import RunData
     from rla_gui.widgets.metric_plot import MetricPlot
     image = plant_image(tmp_path_factory.mktemp("image"))
     key = f'custom/<img src="{image}">'

@@ -13,7 +13,7 @@ from PySide6 import QtCore, QtWidgets
 from rla_engine import metrics
 from rla_gui.panels.comparison import ComparisonPanel
 from rla_gui.panels.dashboard import DashboardPanel
-from rla_gui.run_data import RunData
+from rla_gui.model.run_data import RunData
 from rla_gui.session import RunSession
 from rla_gui.widgets.view_controls import ViewControls
 

@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 from rla_engine import metrics
-from rla_gui.run_data import X_AXES, RunData, ema
+from rla_gui.model.run_data import X_AXES, RunData, ema
 
 
 def reference_ema(y, w):
@@ -40,7 +40,7 @@ def test_buffers_grow_truncate_and_map_axes():
 
 
 def test_peak_pyramid_incremental_equals_rebuilt_and_keeps_extremes():
-    from rla_gui.widgets.lod import FACTOR, PeakPyramid
+    from rla_gui.model.lod import FACTOR, PeakPyramid
     rng = np.random.default_rng(1)
     y = rng.normal(size=100_003)
     x = np.arange(len(y), dtype=float)
@@ -66,7 +66,7 @@ def test_appending_to_a_long_curve_copies_none_of_its_history():
     """A live run appends a few points per redraw to a million-point curve; copying the pyramid's
     levels each time made the console's memory grow for as long as the run was shown (soak)."""
     import tracemalloc
-    from rla_gui.widgets.lod import PeakPyramid
+    from rla_gui.model.lod import PeakPyramid
     y = np.random.default_rng(2).normal(size=1_100_000)
     pyramid = PeakPyramid()
     pyramid.update(y[:1_000_000], 0)
