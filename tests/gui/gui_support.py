@@ -33,3 +33,37 @@ def shown_window(qtbot, db, folder, close_choice="detach"):
     win.close()
     if win.finished is not None:
         qtbot.waitUntil(win.finished.done, timeout=30_000)
+
+
+def runs_with_data(db, with_config=False):
+    """Every run of the database at `db`, by id, with its metrics read into a RunData: what a
+    comparison is given. `with_config` adds the run's configuration as the controller does."""
+    import json
+
+    from rla_engine.store import open_store
+    from rla_gui.model.run_data import RunData
+
+    store = open_store(db, create=False)
+    try:
+        out = []
+        for run in sorted(store.list_runs(), key=lambda r: r["id"]):
+            data = RunData()
+            data.add(store.columns_since(run["id"]))
+            out.append(({**run, "config": json.loads(run["config_json"])} if with_config else run, data))
+        return out
+    finally:
+        store.close()
+
+
+def shown_dashboard(qtbot, size=(1400, 900)):
+    """A dashboard on a session with no database, shown at `size`: (session, panel)."""
+    from rla_gui.panels.dashboard import DashboardPanel
+    from rla_gui.session import RunSession
+
+    session = RunSession(None)
+    panel = DashboardPanel(session)
+    qtbot.addWidget(panel)
+    panel.resize(*size)
+    panel.show()
+    qtbot.waitExposed(panel)
+    return session, panel

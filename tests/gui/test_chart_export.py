@@ -16,7 +16,6 @@ import pytest
 from PySide6 import QtCore, QtGui, QtWidgets
 
 from rla_engine import metrics
-from rla_engine.store import open_store
 from rla_gui.model.panel_spec import PALETTE, POLICY, short
 from rla_gui.panels.comparison import ComparePlot
 from rla_gui.panels.dashboard import DifficultyPlot
@@ -24,6 +23,8 @@ from rla_gui.model.run_data import RunData
 from rla_gui.widgets import chart_export
 from rla_gui.widgets.chart_export import ChartExport
 from rla_gui.widgets.metric_plot import MetricPlot
+
+from gui_support import runs_with_data
 
 ITERATIONS = 60
 EVAL_EVERY = 5              # a held-out rate on its own x grid, as a real run's
@@ -219,18 +220,7 @@ def test_the_difficulty_plots_csv_has_its_band(qtbot, tmp_path):
 @pytest.fixture(scope="module")
 def group(recorded, recorded_db) -> list[tuple[dict, RunData]]:
     """The recorded group's three real runs, read back as the comparison reads them."""
-    db = recorded_db(*recorded("recorded_group"))
-    store = open_store(db, create=False)
-    try:
-        runs = sorted(store.list_runs(), key=lambda r: r["id"])
-        out = []
-        for run in runs:
-            data = RunData()
-            data.add(store.columns_since(run["id"]))
-            out.append((run, data))
-        return out
-    finally:
-        store.close()
+    return runs_with_data(recorded_db(*recorded("recorded_group")))
 
 
 def test_a_comparisons_csv_has_a_series_per_run(qtbot, tmp_path, group):

@@ -199,6 +199,7 @@ def test_groups_show_count_and_mean_std_and_compare_as_mean_curves_with_a_band(q
                             what="the group comparison tab")
         assert window.views.currentWidget() is panel and panel.title().startswith("Groups: policy.lam = 0.5")
         panel.x_axis_box.setCurrentText("iteration")
+        panel.view.smoothing.setValue(0)          # the means of the runs' own values
         plot = panel.plots[0]
         plot.key_box.setCurrentText(metrics.SUCCESS)
         for curve, (_, runs) in zip(plot.curves, panel.groups):
@@ -260,9 +261,9 @@ def test_values_and_group_curves_follow_a_run_while_it_streams(qtbot, tmp_path, 
         panel = await until(lambda: next((v for v in window.comparisons if isinstance(v, GroupComparisonPanel)), None),
                             what="the live group's tab")
         panel.x_axis_box.setCurrentText("iteration")
-        curve = panel.plots[0].curves[0]
-        first = curve.x[-1]
-        await until(lambda: len(curve.x) and curve.x[-1] > first, timeout=30, what="the live group's curve to grow")
+        curve = panel.plots[0].curves[0].line       # a group of one run: its own curve
+        first = curve.getData()[0][-1]
+        await until(lambda: curve.getData()[0][-1] > first, timeout=30, what="the live group's curve to grow")
         return next(r["id"] for r in history.model.rows if r["name"] == "live · seed 7")
     try:
         run_id = drive(scenario(), timeout=90)
