@@ -13,15 +13,16 @@ import pyqtgraph as pg
 from PySide6 import QtCore, QtGui, QtWidgets
 
 from rla_engine.alerts import CLEARED, RAISED
-from rla_engine.vocabulary import VARIANT_KINDS, EventKind
+from rla_engine.vocabulary import EventKind
 
-from ..model.panel_spec import (AGREEMENT, ALERT_BEGAN, ALERT_ENDED, BALANCE, DIFFICULTY, JUDGE_UPDATE, LANGUAGE,
-                                LOSSES, MARKER_KINDS, POLICY, POLICY_UPDATE, SYSTEM_MEMORY, SYSTEM_USE, TIER_COLOURS,
-                                chart_title)
+from ..model.panel_spec import (AGREEMENT, ALERT_BEGAN, ALERT_ENDED, BALANCE, DIFFICULTY, HEALTH_TABS, LOSSES,
+                                MARKER_KINDS, POLICY, TIER_COLOURS, chart_title)
 from ..model.run_data import RunData
+from ..model.variants import ACCEPTED, REJECTED, VariantPoints
 from ..session import RunSession
 from ..widgets.key_picker import KeyPicker
 from ..widgets.metric_plot import MetricCurve, MetricPlot
+from ..widgets.readout import set_title
 from ..widgets.view_controls import ViewControls
 
 # The timer refreshes one plot per tick, round robin over the plots on screen (four panels, the
@@ -30,7 +31,8 @@ from ..widgets.view_controls import ViewControls
 REDRAW_MS = 20
 # Variants arrive about once an iteration and the scatter items are rebuilt on each redraw: 20,000
 # points churned ~2 MB per redraw through the allocator (the soak's console grew ~1 MB/min more
-# than with 2,000). The newest 2,000 cover the recent history; the event log lists them all.
+# than with 2,000). Every variant is kept; at most this many are drawn, evenly over the whole run,
+# and the title says when the points are such a sample.
 MAX_VARIANT_POINTS = 2_000
 # the panels never shrink below this height (at the window's minimum size two of them had no
 # plot area left): below it, the grid scrolls
@@ -95,40 +97,32 @@ class DifficultyPlot(MetricPlot):
                                            name="rejected variant")
         for item in (self.accepted, self.rejected):
             self.plotItem.addItem(item)   # named items join the legend by themselves
-        self.variants: list[tuple[int, float, bool]] = []
+        self.variants = VariantPoints()
         self._drawn_variants: tuple | None = None
+        self._title = DIFFICULTY.title
 
     def refresh(self) -> None:
         super().refresh()
         pixels = max(100, int(self.plotItem.vb.width()))
         for curve in self.band_curves:
             curve.draw(self.data, self.x_axis, 0.0, self._last_x, pixels)
-        stamp = (len(self.variants), self.variants[-1] if self.variants else None, self.x_axis)
+        stamp = (len(self.variants), self.x_axis)
         if stamp != self._drawn_variants:     # scatter points change only with variant events
             self._drawn_variants = stamp
             self._draw_variants()
 
     def add_variants(self, events: list[dict]) -> None:
-        for e in events:
-            if e.get("kind") not in VARIANT_KINDS:
-                continue
-            # an old or foreign row's payload may be null or no object, its difficulty missing or
-            # text: such a variant has no place on the plot (the event log still lists it)
-            payload = e.get("payload")
-            d = payload.get("difficulty") if isinstance(payload, dict) else None
-            if _finite(e.get("iteration")) and _finite(d):
-                self.variants.append((e["iteration"], float(d), e["kind"] == EventKind.VARIANT_ACCEPTED))
-        del self.variants[:-MAX_VARIANT_POINTS]
+        self.variants.add(events)
 
     def _draw_variants(self) -> None:
-        import numpy as np
-        for item, accepted in ((self.accepted, True), (self.rejected, False)):
-            pts = [(it, d) for it, d, ok in self.variants if ok == accepted]
-            if not pts:
-                item.setData([], [])
-                continue
-            arr = np.array(pts, dtype=np.float64)
-            item.setData(self.data.x_of_iteration(arr[:, 0], self.x_axis), arr[:, 1])
+        drawn = self.variants.sample(MAX_VARIANT_POINTS)
+        for item, kind in ((self.accepted, ACCEPTED), (self.rejected, REJECTED)):
+            x, y = drawn.points[kind]
+            item.setData(self.data.x_of_iteration(x, self.x_axis) if len(x) else [], y if len(x) else [])
+        title = " · ".join(filter(None, (DIFFICULTY.title, drawn.caption())))
+        if title != self._title:      # a new title re-lays the plot out: only when it changes
+            self._title = title
+            set_title(self.plotItem, title)
 
     def reset_drawn(self) -> None:
         super().reset_drawn()
@@ -144,11 +138,11 @@ class DifficultyPlot(MetricPlot):
             curve.drawn = None
         for item in (self.lo, self.hi, self.accepted, self.rejected):
             item.setData([], [])
+        self._title = DIFFICULTY.title
+        set_title(self.plotItem, self._title)
 
 
 # the training-health dock's tabs: (tab title, its panels side by side)
-HEALTH_TABS = (("Losses", (LOSSES,)), ("Policy", (POLICY_UPDATE,)), ("Judge", (JUDGE_UPDATE,)),
-               ("Language model", (LANGUAGE,)), ("System", (SYSTEM_USE, SYSTEM_MEMORY)))
 
 
 class HealthTabs(QtWidgets.QTabWidget):

@@ -1,7 +1,9 @@
 """Event timeline: the run's events as readable lines, newest at the bottom (DESIGN §6).
 
 Every control's effect is an event, so this is where the user sees that Pause, an override or
-an accepted variant happened. Fed incrementally with `Store.events(run_id, after_id)`;
+an accepted variant happened: every event of the run stays listed (a filter shows one kind, and
+the count beside it says how many rows of how many are shown). Fed incrementally with
+`Store.events(run_id, after_id)`;
 "episode" and "samples" events are the episode viewer's and the samples panel's, not lines
 here. Summaries dispatch on the kind through `SUMMARIES`, so a new kind plugs in with one
 function; unknown kinds show their JSON.
@@ -10,19 +12,22 @@ from __future__ import annotations
 
 import contextlib
 import json
+from collections import Counter
 from collections.abc import Callable
 
-from PySide6.QtCore import QModelIndex, Qt, Signal
+from PySide6.QtCore import QModelIndex, QPersistentModelIndex, QSignalBlocker, QSortFilterProxyModel, Qt, Signal
 from PySide6.QtGui import QColor, QFont, QFontMetrics
-from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QTableView, QVBoxLayout, QWidget
+from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QHBoxLayout, QHeaderView, QTableView, QVBoxLayout,
+                               QWidget)
 
 from rla_engine.alerts import ALERTS, RAISED, RUN_ENDED, describe
 from rla_engine.summary import local_time
 from rla_engine.text import printable
 from rla_engine.vocabulary import CommandKind, CommandOutcome, CommandResult, EventKind
 
+from ..guard import guarded
 from ..widgets.list_model import ListTableModel
-from ..widgets.plain_text import auto_text
+from ..widgets.plain_text import auto_text, plain_label
 
 from typing import TYPE_CHECKING
 
@@ -30,7 +35,8 @@ if TYPE_CHECKING:       # the session is only ever passed in
     from ..session import RunSession
 
 COLUMNS = ("Iteration", "Time", "Kind", "Summary")
-MAX_ROWS = 5000
+KIND_ROLE = Qt.ItemDataRole.UserRole + 1       # a row's event kind, as stored (the filter's key)
+ALL_KINDS = "All kinds"
 TOOLTIP_CHARS = 4000        # a language model's raw answer in a payload can be long
 SKIPPED = frozenset({EventKind.EPISODE, EventKind.SAMPLES})
 # translucent so they tint either a light or a dark palette
@@ -147,21 +153,25 @@ def clock(t) -> str:
 
 
 class EventTableModel(ListTableModel):
+    """Every displayable event of the run, oldest first: items are (event, its rendered cells)."""
     columns = COLUMNS
 
-    def __init__(self, max_rows: int = MAX_ROWS, parent=None):
+    def __init__(self, parent=None):
         super().__init__(parent)
-        self.max_rows = max_rows   # items: (event, its rendered cells)
+        self.kinds: Counter[str] = Counter()     # how many rows of each kind
 
     def event_at(self, row: int) -> dict:
         return self.items[row][0]
 
+    @guarded()
     def data(self, index, role=Qt.ItemDataRole.DisplayRole):
         if not index.isValid():
             return None
         event, cells = self.items[index.row()]
         if role == Qt.ItemDataRole.DisplayRole:
             return cells[index.column()]
+        if role == KIND_ROLE:
+            return str(event.get("kind", ""))
         kind = event.get("kind")
         if role == Qt.ItemDataRole.BackgroundRole:
             if kind == E.ALERT:
@@ -186,44 +196,74 @@ class EventTableModel(ListTableModel):
         return text if len(text) <= TOOLTIP_CHARS else text[:TOOLTIP_CHARS] + "…"
 
     def append(self, events: list[dict]) -> int:
-        """Add the displayable events; drop the oldest beyond max_rows. Returns rows dropped."""
+        """Add the displayable events, every one (none is ever dropped). Returns how many."""
         new = [(e, (printable(e.get("iteration", "")), clock(e.get("t")), printable(e.get("kind", "")),
                     printable(summarize(e))))
                for e in events if e.get("kind") not in SKIPPED]
-        new = new[-self.max_rows:]
         if not new:
             return 0
         n = len(self.items)
+        self.kinds.update(str(e.get("kind", "")) for e, _ in new)
         self.beginInsertRows(QModelIndex(), n, n + len(new) - 1)
         self.items.extend(new)
         self.endInsertRows()
-        drop = len(self.items) - self.max_rows
-        if drop > 0:
-            self.beginRemoveRows(QModelIndex(), 0, drop - 1)
-            del self.items[:drop]
-            self.endRemoveRows()
-        return max(drop, 0)
+        return len(new)
 
     def clear(self) -> None:
         self.beginResetModel()
         self.items.clear()
+        self.kinds.clear()
         self.endResetModel()
 
 
+class KindFilter(QSortFilterProxyModel):
+    """The rows of one kind, or of all (kind None)."""
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.kind: str | None = None
+
+    def set_kind(self, kind: str | None) -> None:
+        if kind == self.kind:
+            return
+        # Qt ≥ 6.9 brackets a filter change (invalidateRowsFilter is deprecated there)
+        begin = getattr(self, "beginFilterChange", None)
+        if begin is not None:
+            begin()
+        self.kind = kind
+        if begin is not None:
+            self.endFilterChange(QSortFilterProxyModel.Direction.Rows)
+        else:
+            self.invalidateRowsFilter()
+
+    @guarded(True)
+    def filterAcceptsRow(self, source_row: int, source_parent: QModelIndex | QPersistentModelIndex) -> bool:
+        return self.kind is None or self.sourceModel().index(source_row, 2, source_parent).data(KIND_ROLE) == self.kind
+
+
+def shown_text(shown: int, total: int, kind: str | None) -> str:
+    """What the count beside the filter says: all rows, or how many of them the filter shows."""
+    if kind is None:
+        return f"{total:,} event{'s' * (total != 1)}"
+    return f"{shown:,} of {total:,} events shown ({kind})"
+
+
 class EventLogPanel(QWidget):
-    """The run's events, one line each; follows the newest unless the user scrolled up."""
+    """The run's events, one line each, every one of them; a filter shows one kind. Follows the
+    newest unless the user scrolled up."""
 
     event_selected = Signal(dict)
 
-    def __init__(self, session: RunSession | None = None, parent: QWidget | None = None, max_rows: int = MAX_ROWS):
+    def __init__(self, session: RunSession | None = None, parent: QWidget | None = None):
         super().__init__(parent)
-        self.model = EventTableModel(max_rows, self)
+        self.model = EventTableModel(self)
+        self.proxy = KindFilter(self)
+        self.proxy.setSourceModel(self.model)
         self.view = QTableView(self)
-        self.view.setModel(self.model)
+        self.view.setModel(self.proxy)
         self.view.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
         self.view.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
-        # per-item scrolling: the scroll value counts rows, which makes the adjustment after
-        # dropping old rows exact; fixed row heights keep 5000 rows cheap to lay out
+        # per-item scrolling and fixed row heights keep tens of thousands of rows cheap to lay out
         self.view.setVerticalScrollMode(QAbstractItemView.ScrollMode.ScrollPerItem)
         vh = self.view.verticalHeader()
         vh.setVisible(False)
@@ -239,8 +279,20 @@ class EventLogPanel(QWidget):
             hh.resizeSection(col, fm.horizontalAdvance(sample))
         hh.setStretchLastSection(True)
         self.view.doubleClicked.connect(self._on_double_click)
+        self.kind_box = QComboBox(self)
+        self.kind_box.addItem(ALL_KINDS, None)
+        self.kind_box.setToolTip("Show the events of one kind, or of every kind")
+        self.kind_box.currentIndexChanged.connect(self._on_kind_chosen)
+        self.count = plain_label("0 events", self)
+        bar = QHBoxLayout()
+        bar.setContentsMargins(0, 0, 0, 0)
+        bar.addWidget(plain_label("Show:", self))
+        bar.addWidget(self.kind_box)
+        bar.addStretch(1)
+        bar.addWidget(self.count)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
+        layout.addLayout(bar)
         layout.addWidget(self.view)
         if session is not None:
             session.cleared.connect(self.clear)
@@ -250,23 +302,59 @@ class EventLogPanel(QWidget):
         bar = self.view.verticalScrollBar()
         return bar.value() >= bar.maximum()
 
+    @guarded()
     def append(self, events: list[dict]) -> None:
-        bar = self.view.verticalScrollBar()
         follow = self.at_bottom()
-        value = bar.value()
-        dropped = self.model.append(events)
-        if follow:
-            self.view.scrollToBottom()
-        elif dropped:
-            # the lines the user is reading moved up by `dropped` rows; keep them in view
-            bar.setValue(max(0, value - dropped))
+        if self.model.append(events):
+            self._update_kinds()
+            if follow:
+                self.view.scrollToBottom()
 
+    @guarded()
     def clear(self) -> None:
         self.model.clear()
+        with QSignalBlocker(self.kind_box):
+            while self.kind_box.count() > 1:
+                self.kind_box.removeItem(1)
+            self.kind_box.setCurrentIndex(0)
+        self.proxy.set_kind(None)
+        self._update_count()
 
     def row_count(self) -> int:
-        return self.model.rowCount()
+        """The rows shown (of the kind chosen)."""
+        return self.proxy.rowCount()
 
+    def event_at(self, row: int) -> dict:
+        """The event of a row as shown."""
+        return self.model.event_at(self.proxy.mapToSource(self.proxy.index(row, 0)).row())
+
+    def show_kind(self, kind: str | None) -> None:
+        """Show the events of `kind` only (None: every kind), as choosing it in the box does."""
+        self.kind_box.setCurrentIndex(max(0, self.kind_box.findData(kind)))
+
+    def _update_kinds(self) -> None:
+        """An entry for each kind seen, in name order, with how many there are."""
+        for kind, n in sorted(self.model.kinds.items()):
+            i = self.kind_box.findData(kind)
+            text = f"{printable(kind)} ({n:,})"
+            if i < 0:
+                later = [j for j in range(1, self.kind_box.count()) if self.kind_box.itemData(j) > kind]
+                self.kind_box.insertItem(later[0] if later else self.kind_box.count(), text, kind)
+            elif self.kind_box.itemText(i) != text:
+                self.kind_box.setItemText(i, text)
+        self._update_count()
+
+    def _update_count(self) -> None:
+        self.count.setText(shown_text(self.proxy.rowCount(), self.model.rowCount(), self.proxy.kind))
+
+    @guarded()
+    def _on_kind_chosen(self, index: int) -> None:
+        kind = self.kind_box.itemData(index)
+        self.proxy.set_kind(kind if isinstance(kind, str) else None)
+        self._update_count()
+        self.view.scrollToBottom()
+
+    @guarded()
     def _on_double_click(self, index: QModelIndex) -> None:
         if index.isValid():
-            self.event_selected.emit(self.model.event_at(index.row()))
+            self.event_selected.emit(self.event_at(index.row()))

@@ -59,7 +59,7 @@ def curves_chart(arms: dict[str, list[tuple[np.ndarray, np.ndarray]]], width: in
         c.line(x, mean, colour, f"{label} ({seeds} seed{'s' if seeds > 1 else ''})", smooth=False)
     c.plot.setYRange(0, 1, padding=0.03)
     return _with_legend(c).chart("ablation-curves", "Held-out success against environment steps",
-                   note="Mean over seeds; the band is ± one standard deviation.")
+                   note="Mean over seeds; the band is ± one sample standard deviation (n − 1).")
 
 
 def theory_chart(points: np.ndarray, m: int, width: int = 820, height: int = 420) -> Chart:

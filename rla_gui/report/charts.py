@@ -29,12 +29,14 @@ from rla_engine.vocabulary import VARIANT_KINDS, EventKind, TaskStatus
 
 from ..model.panel_spec import (AGREEMENT, BALANCE, DIFFICULTY, LOSSES, MARKER_COLOURS, MARKER_KINDS, PALETTE, POLICY,
                                 TIER_COLOURS, Panel, chart_title, short)
+from ..model import variants
 from ..model.run_data import ema
+from ..model.variants import ACCEPTED, REJECTED
 from ..widgets import finite_range
 
 MAX_POINTS = 2000          # per drawn line: min/max per bin keeps 100,000 rows to ~2000 vertices
 MAX_MARKERS = 300          # more vertical lines than this are a grey wall, not information
-MAX_VARIANT_POINTS = 4000
+MAX_VARIANT_POINTS = 4000  # drawn, evenly over the run; the chart's note says when that is a sample
 SMOOTH_FROM = 400          # longer series get a bold EMA over their faint raw line
 SCALE = 2.0                # device pixels per logical pixel: sharp in print and on HiDPI screens
 INK = "#333333"
@@ -279,7 +281,7 @@ def _panel(data: Series, marks, panel: Panel, width: int, height: int) -> _Canva
     return c
 
 
-def _difficulty(bundle: dict, data: Series, marks, width: int, height: int) -> _Canvas:
+def _difficulty(drawn: variants.Sample, data: Series, marks, width: int, height: int) -> _Canvas:
     c = _Canvas(width, height)
     colour = PALETTE[0]
     low, high = DIFFICULTY.band or ("", "")
@@ -297,16 +299,31 @@ def _difficulty(bundle: dict, data: Series, marks, width: int, height: int) -> _
             c.legend.append(LegendEntry("pool min–max", "#9dc3e2", "band"))
     if metrics.DIFFICULTY_MEAN in data:
         c.line(*data[metrics.DIFFICULTY_MEAN], colour, "pool mean")
-    acc, rej = variant_points(bundle)
-    for pts, brush, symbol, label, style in ((acc, (44, 160, 44, 170), "t1", "accepted variant", "triangle"),
-                                             (rej, (120, 120, 120, 120), "x", "rejected variant", "cross")):
-        if pts:
-            arr = np.array(pts[-MAX_VARIANT_POINTS:], dtype=np.float64)
-            c.plot.addItem(pg.ScatterPlotItem(arr[:, 0], arr[:, 1], size=6, symbol=symbol,
-                                              brush=pg.mkBrush(*brush), pen=None))
+    for kind, brush, symbol, label, style in ((ACCEPTED, (44, 160, 44, 170), "t1", "accepted variant", "triangle"),
+                                              (REJECTED, (120, 120, 120, 120), "x", "rejected variant", "cross")):
+        x, y = drawn.points[kind]
+        if len(x):
+            c.plot.addItem(pg.ScatterPlotItem(x, y, size=6, symbol=symbol, brush=pg.mkBrush(*brush), pen=None))
             c.legend.append(LegendEntry(label, pg.mkColor(*brush[:3]).name(), style))
     c.markers(marks)
     return c
+
+
+def variant_sample(bundle: dict, budget: int = MAX_VARIANT_POINTS) -> variants.Sample:
+    """The variants the difficulty chart draws: all of them, or `budget` evenly over the run."""
+    acc, rej = variant_points(bundle)
+    return variants.sample({ACCEPTED: _columns(acc), REJECTED: _columns(rej)}, budget)
+
+
+def _columns(points: list[tuple[float, float]]) -> variants.Points:
+    arr = np.array(points, dtype=np.float64).reshape(-1, 2)
+    return arr[:, 0], arr[:, 1]
+
+
+def variants_note(drawn: variants.Sample) -> str:
+    """The difficulty chart's caption where it draws a sample of the variants."""
+    caption = drawn.caption()
+    return f"{caption} (the CSV and JSON exports hold every one)." if caption else ""
 
 
 def run_charts(bundle: dict, data: Series | None = None, width: int = 800, height: int = 270) -> list[Chart]:
@@ -314,7 +331,9 @@ def run_charts(bundle: dict, data: Series | None = None, width: int = 800, heigh
     data = series(bundle) if data is None else data
     marks = markers(bundle)
     out = [_panel(data, marks, p, width, height).chart(p.id, p.title) for p in (POLICY, AGREEMENT, BALANCE)]
-    out.append(_difficulty(bundle, data, marks, width, height).chart(DIFFICULTY.id, DIFFICULTY.title))
+    drawn = variant_sample(bundle)
+    out.append(_difficulty(drawn, data, marks, width, height).chart(DIFFICULTY.id, DIFFICULTY.title,
+                                                                    note=variants_note(drawn)))
     out.append(_panel(data, marks, LOSSES, width, height).chart(LOSSES.id, LOSSES.title))
     tiers = _Canvas(width, height)
     for i, key in enumerate(tier_keys(data)):

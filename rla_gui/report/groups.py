@@ -27,6 +27,8 @@ from .html import _Doc, data_uri
 from .pdf import document, print_pdf
 
 Groups = list[tuple[str, list[sections.Facts]]]
+SPREAD = ("each cell is the mean over the group's runs ± the sample standard deviation (n − 1) of their values; "
+          "a group of one run shows its value alone")
 
 
 def column_of(group_by: str) -> Column:
@@ -77,7 +79,7 @@ def group_charts(groups: Groups, width: int = 430, height: int = 240) -> list[ch
                 add_band(c.plot, x, mean - std, mean + std, colour)
             c.line(x, mean, colour, f"{label} ({len(facts)})", smooth=False)
         out.append(c.chart(f"grp-{key.replace('/', '-')}", charts.COMPARE_TITLES.get(key, key),
-                           note="Mean over the group's runs; the band is ± one standard deviation."))
+                           note="Mean over the group's runs; the band is ± one sample standard deviation (n − 1)."))
     return out
 
 
@@ -100,7 +102,7 @@ def summary_table(groups: Groups) -> str:
         if has_best:
             rows.append([esc(f"{label} — best")] + [stat_cell(f.best(key)[0] for f in facts) for _, facts in groups])
     rows.append([esc("environment steps")] + [stat_cell(f.env_steps() for f in facts) for _, facts in groups])
-    return table(head, rows, "summary", numeric=tuple(range(1, len(head))))
+    return table(head, rows, "summary", numeric=tuple(range(1, len(head)))) + sections.meanings(SPREAD)
 
 
 def config_table(groups: Groups) -> str:
@@ -121,9 +123,9 @@ def config_table(groups: Groups) -> str:
 
 def runs_table(groups: Groups) -> str:
     rows = [[group_label(i, label), esc(f.name), f"<code>{esc(f.run.get('id'))}</code>",
-             sections.badge(f.run.get("status")), num(f.run.get("iteration"))]
+             sections.badge(f.run.get("status")), esc(f.progress())]
             for i, (label, facts) in enumerate(groups) for f in facts]
-    return table(["group", "run", "id", "status", "iterations"], rows, "runs", numeric=(4,))
+    return table(["group", "run", "id", "status", "progress"], rows, "runs")
 
 
 def compose(bundles: list[dict], group_by: str, environment: dict | None, *,

@@ -3,7 +3,7 @@
 Self-contained means no reference leaves the file: the style sheet is inline and the charts are
 PNG data URIs (see charts.py for why not SVG). `compose` builds the same document for the PDF
 (pdf.py), where Qt's rich-text engine lays it out; the `qt` flag only swaps the style sheet,
-image references and page breaks, so both formats say the same thing.
+image references, page breaks and a figure's blocks, so both formats say the same thing.
 
 Every user-provided string (names, notes, tags, task parameters, critic summaries, event
 payloads, errors, config values) reaches the markup through escape.esc / value_text.
@@ -105,16 +105,22 @@ class _Doc:
         brk = ' style="page-break-before: always"' if self.qt and page_break else ""
         self.add(f'<div class="section" id="{sid}">', f"<h2{brk}>{esc(title)}</h2>" if title else "")
 
-    def figure(self, chart: charts.Chart, width: int | None = None, new_page: bool = False) -> str:
+    def figure(self, chart: charts.Chart, width: int | None = None) -> str:
         w = width or (QT_WIDTH if self.qt else chart.width)
         h = round(w * chart.height / chart.width)
         gap = "&nbsp;&nbsp; " if self.qt else " "     # Qt ignores the entries' CSS margin
         legend = "".join(f'<span class="e"><span style="color:{e.colour}">{SYMBOLS.get(e.style, "━━")}</span>'
                          f"&nbsp;{esc(e.label).replace(' ', '&nbsp;')}</span>{gap}" for e in chart.legend)
+        img = f'<img src="{self.image(chart)}" width="{w}" height="{h}" alt="{esc(chart.title)}">'
+        if self.qt:
+            # in blocks of their own: the title, the image, and the legend with the caption, which
+            # the PDF's pages keep together (pdf.keep_with_next: a heading and an image each keep
+            # the block after them on their page)
+            note = f'<br><span class="note">{esc(chart.note)}</span>' if chart.note else ""
+            return (f'<div class="figure" id="fig-{esc(chart.id)}"><h3>{esc(chart.title)}</h3><p>{img}</p>'
+                    f'<p class="legend">{legend}{note}</p></div>')
         note = f'<p class="note">{esc(chart.note)}</p>' if chart.note else ""
-        brk = ' style="page-break-before: always"' if self.qt and new_page else ""
-        return (f'<div class="figure" id="fig-{esc(chart.id)}"><h3{brk}>{esc(chart.title)}</h3>'
-                f'<img src="{self.image(chart)}" width="{w}" height="{h}" alt="{esc(chart.title)}">'
+        return (f'<div class="figure" id="fig-{esc(chart.id)}"><h3>{esc(chart.title)}</h3>{img}'
                 f'<p class="legend">{legend}</p>{note}</div>')
 
     def figures(self, row: list[charts.Chart]) -> None:
@@ -159,11 +165,10 @@ def _single(doc: _Doc, f: sections.Facts, environment: dict | None, added: Seque
     by_id = {c.id: c for c in charts.run_charts(f.bundle, f.data)}
     doc.section("title", "", page_break=False)
     doc.add(sections.title_block(f))     # holds the summary section too
-    # PDF pages: the first chart under the summary, then three to a page (a heading is never
-    # parted from its chart), the losses with eval by tier
+    # PDF pages: the charts flow on from under the summary, each with its title and caption on
+    # one page (pdf.keep_with_next moves a chart that would be parted to the next page)
     doc.section("charts", "Training curves", page_break=False)
-    doc.add(*(doc.figure(by_id[cid], new_page=i in (1, 4))
-              for i, cid in enumerate(("policy", "agreement", "balance", "difficulty", "losses"))))
+    doc.add(*(doc.figure(by_id[cid]) for cid in ("policy", "agreement", "balance", "difficulty", "losses")))
     doc.section("eval-tiers", "Eval success by tier", page_break=False)
     doc.add(doc.figure(by_id["eval-tiers"]), sections.tier_table(f))
     doc.section("alerts", "Alerts", page_break=False)

@@ -11,7 +11,8 @@ from collections import Counter
 import numpy as np
 
 from rla_engine import metrics
-from rla_engine.summary import HEADLINE_ROWS, best_value, final_value, flatten, run_duration
+from rla_engine.ablation.arms import NO_ITERATION_LIMIT
+from rla_engine.summary import BEST, FINAL, HEADLINE_ROWS, best_value, definitions, final_value, flatten, run_duration
 from rla_engine.alerts import ALERTS, CLEARED, RAISED, RUN_ENDED, describe
 from rla_engine.vocabulary import VARIANT_KINDS, EventKind, Status, TaskStatus
 
@@ -80,6 +81,22 @@ class Facts:
     def target(self):
         return (self.config.get("run") or {}).get("iterations")
 
+    def budget(self) -> int:
+        """run.env_step_budget: the environment steps that end the run (0: none)."""
+        b = (self.config.get("run") or {}).get("env_step_budget")
+        return b if isinstance(b, int) and not isinstance(b, bool) and b > 0 else 0
+
+    def progress(self) -> str:
+        """How far the run got against what ends it. An ablation's arm ends at its budget of
+        environment steps, its run.iterations only a ceiling no run reaches (NO_ITERATION_LIMIT):
+        "213 iterations, 500,000 of 500,000 env steps", never "213 of 10,000,000"."""
+        done, target = num(self.run.get("iteration")), self.target()
+        if not self.budget():
+            return f"{done} of {num(target)} iterations"
+        ceiling = isinstance(target, int) and target < NO_ITERATION_LIMIT
+        iterations = f"{done} of {num(target)} iterations" if ceiling else f"{done} iterations"
+        return f"{iterations}, {num(self.env_steps())} of {num(self.budget())} env steps"
+
 
 def kicker(what: str) -> str:
     """The line above the title: what the document is, and which version made it when. At the
@@ -134,7 +151,7 @@ def title_block(f: Facts) -> str:
                         ("group", esc(r.get("group_id"))),
                         ("created", esc(when(r.get("created_at")))), ("started", esc(when(r.get("started_at")))),
                         ("ended", esc(when(r.get("ended_at")))), ("duration", esc(duration(f.duration()))),
-                        ("iterations", f"{num(r.get('iteration'))} of {num(f.target())}"),
+                        ("progress", f.progress()),
                         ("device", esc(r.get("device"))),
                         ("host", f"{esc(r.get('host'))} (pid {esc(r.get('pid'))})")])
             + '</td><td width="24" style="border:none"></td>'
@@ -155,10 +172,10 @@ def summary_table(facts: list[Facts]) -> str:
                  [esc("environment steps"), num(f.env_steps()), "", ""],
                  [esc("training time (sum of iterations)"), esc(duration(f.train_s())), "", ""],
                  [esc("run duration"), esc(duration(f.duration())), "", ""]]
-        return table(["", "final", "best", "at iteration"], rows, "summary", numeric=(1, 2, 3))
+        return table(["", "final", "best", "at iteration"], rows, "summary", numeric=(1, 2, 3)) + meanings()
     head = [""] + [run_label(f, i) for i, f in enumerate(facts)]
     rows = [[esc("status")] + [badge(f.run.get("status")) for f in facts],
-            [esc("iterations")] + [f"{num(f.run.get('iteration'))} / {num(f.target())}" for f in facts]]
+            [esc("progress")] + [f.progress() for f in facts]]
     for label, key, has_best in HEADLINE_ROWS:
         rows.append([esc(f"{label} — final")] + [num(f.final(key)) for f in facts])
         if has_best:
@@ -167,7 +184,12 @@ def summary_table(facts: list[Facts]) -> str:
              [esc("environment steps")] + [num(f.env_steps()) for f in facts],
              [esc("training time")] + [esc(duration(f.train_s())) for f in facts],
              [esc("run duration")] + [esc(duration(f.duration())) for f in facts]]
-    return table(head, rows, "summary", numeric=tuple(range(1, len(head))))
+    return table(head, rows, "summary", numeric=tuple(range(1, len(head)))) + meanings()
+
+
+def meanings(*more: str) -> str:
+    """Under a summary table: what its "final" and "best" are (the one definition every table uses)."""
+    return f'<p class="muted">{esc("; ".join((definitions([FINAL, BEST]), *more)))}.</p>'
 
 
 def run_label(f: Facts, i: int) -> str:

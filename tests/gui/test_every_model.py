@@ -140,6 +140,16 @@ def _event_table(image):
     return model
 
 
+def _kind_filter(image):
+    from rla_gui.panels.event_log import KindFilter
+    proxy = KindFilter()
+    proxy.setSourceModel(_event_table(image))
+    proxy.set_kind(hostile_texts(image)[0])
+    proxy.set_kind("variant_accepted")
+    proxy.setParent(proxy.sourceModel())
+    return proxy
+
+
 def _list_table(image):
     from rla_gui.widgets.list_model import ListTableModel
     model = ListTableModel()
@@ -148,7 +158,8 @@ def _list_table(image):
 
 
 FILLERS = {"RunsModel": _runs_model, "RunsFilter": _runs_filter, "GroupTreeModel": _group_tree,
-           "PoolTableModel": _pool_table, "EventTableModel": _event_table, "ListTableModel": _list_table}
+           "PoolTableModel": _pool_table, "EventTableModel": _event_table, "KindFilter": _kind_filter,
+           "ListTableModel": _list_table}
 
 
 # -- driving a model --------------------------------------------------------------------------------

@@ -6,6 +6,7 @@ read back with Qt's own PDF reader.
 """
 from __future__ import annotations
 
+import html
 import os
 import re
 from html.parser import HTMLParser
@@ -138,3 +139,37 @@ def test_ablation_legends_sit_above_the_plot(monkeypatch):
     for legend, box, width, height in laid_out:
         assert not legend.isEmpty() and not legend.intersects(box), (legend, box)
         assert legend.left() >= 0 and legend.top() >= 0 and legend.right() <= width and legend.bottom() <= height
+
+
+def as_ablation_arm(bundle: dict, budget: int) -> dict:
+    """`bundle` as `rla ablate` configures an arm: the budget of environment steps ends it."""
+    from rla_engine.ablation.arms import NO_ITERATION_LIMIT
+    out = {**bundle, "run": {**bundle["run"], "config": {**bundle["run"]["config"]}}}
+    out["run"]["config"]["run"] = {**out["run"]["config"]["run"], "iterations": NO_ITERATION_LIMIT,
+                                   "env_step_budget": budget}
+    return out
+
+
+def test_an_ablation_arm_reports_its_steps_against_its_budget_not_iterations_against_a_ceiling(group, quick_charts):
+    from rla_gui.report import groups
+    arms = [as_ablation_arm(b, budget=b["iterations"][-1]["env_steps"]) for b in group[:2]]
+    wanted = [f"{b['run']['iteration']:,} iterations, {b['iterations'][-1]['env_steps']:,} of "
+              f"{b['iterations'][-1]['env_steps']:,} env steps" for b in arms]
+    single = Tables(render_html(arms[:1])).tables["kv"]
+    assert ["progress", wanted[0]] in single
+    rows = {r[0]: r[1:] for r in Tables(render_html(arms)).tables["summary"] if r}
+    assert rows["progress"] == wanted
+    runs = Tables(groups.render_html(arms, "config:policy.lam")).tables["runs"]
+    assert [r[4] for r in runs[1:]] == wanted
+    for markup in (render_html(arms[:1]), render_html(arms), groups.render_html(arms, "config:policy.lam")):
+        assert "10,000,000" not in markup
+
+
+def test_summary_tables_say_what_final_and_best_mean(group, quick_charts):
+    from rla_engine.summary import BEST, FINAL, definitions
+    from rla_gui.report import groups
+    meaning = html.escape(definitions([FINAL, BEST]), quote=True)
+    for markup in (render_html(group[:1]), render_html(group[:2])):
+        assert meaning in markup
+    grouped = groups.render_html(group, "config:policy.lam")
+    assert meaning in grouped and "the sample standard deviation (n − 1)" in grouped
