@@ -69,11 +69,29 @@ class PeakPyramid:
         if n == 0:
             self.reset()
 
-    def view(self, x: np.ndarray, y: np.ndarray, i0: int, i1: int, max_points: int) -> tuple[np.ndarray, np.ndarray]:
-        """Points to draw for indices [i0, i1): the raw ones if few enough, else min/max bins."""
+    def view(self, x: np.ndarray, y: np.ndarray, i0: int, i1: int, max_points: int,
+             breaks: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """Points to draw for indices [i0, i1): the raw ones if few enough, else min/max bins.
+        `breaks`: sorted indices i where no line may join point i-1 to i; a NaN goes between them
+        (drawn with connect="finite"), after the bin holding i-1 when points are binned. Breaks
+        are inserted here, not stored as NaN in the series: a NaN would blank its whole bin and
+        stop the moving average for good."""
         count = i1 - i0
         if count <= max_points:
-            return x[i0:i1], y[i0:i1]
+            xs, ys = x[i0:i1], y[i0:i1]
+            after = _inside(breaks, i0, i1) - i0          # a NaN before each of these points
+        else:
+            xs, ys, size, b0 = self._bins(x, i0, i1, max_points)
+            inside = _inside(breaks, i0, i1)
+            after = 2 * (np.unique((inside - 1) // size) - b0 + 1)     # after the pair of i-1's bin
+            after = after[after < len(xs)]
+        if len(after) == 0:
+            return xs, ys
+        return np.insert(xs, after, xs[after - 1]), np.insert(ys, after, np.nan)
+
+    def _bins(self, x: np.ndarray, i0: int, i1: int, max_points: int) -> tuple[np.ndarray, np.ndarray, int, int]:
+        """Each bin of the coarsest-enough level as a vertical min–max segment at its first x."""
+        count = i1 - i0
         level, size = 0, FACTOR
         while count / size > max_points / 2 and level + 1 < len(self._size):
             level, size = level + 1, size * FACTOR
@@ -83,4 +101,11 @@ class PeakPyramid:
         xs = np.repeat(x[starts], 2)
         ys = np.empty(2 * len(lo))
         ys[0::2], ys[1::2] = lo, hi
-        return xs, ys
+        return xs, ys, size, b0
+
+
+def _inside(breaks: np.ndarray | None, i0: int, i1: int) -> np.ndarray:
+    """The breaks strictly after i0 and before i1 (a break at i0 joins nothing drawn)."""
+    if breaks is None or len(breaks) == 0:
+        return np.empty(0, np.intp)
+    return breaks[(breaks > i0) & (breaks < i1)]

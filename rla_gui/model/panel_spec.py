@@ -38,12 +38,20 @@ PANELS = (POLICY, AGREEMENT, BALANCE, DIFFICULTY, LOSSES)
 # Scales differ within a panel (a clip fraction, a gradient norm): the read-out gives exact values.
 POLICY_UPDATE = Panel("policy-update", "Policy update", metrics.POLICY_HEALTH)
 JUDGE_UPDATE = Panel("judge-update", "Judge update", metrics.JUDGE_HEALTH)
-LANGUAGE = Panel("language", "Language model", metrics.TEXT_HEALTH)
+# shares (0–1) and lengths (tens to thousands of tokens) never share an axis: on one, the shares
+# read as 0
+LANGUAGE_SHARES = Panel("language-shares", "Language model: shares",
+                        (metrics.TRUNCATED_SHARE, metrics.JUDGE_UNREADABLE_SHARE))
+LANGUAGE_LENGTHS = Panel("language-lengths", "Language model: lengths (tokens)",
+                         (metrics.COMPLETION_LENGTH_MEAN, metrics.COMPLETION_LENGTH_MAX))
 SYSTEM_USE = Panel("system-use", "System: CPU and GPU use (%)", (metrics.SYS_CPU_PERCENT, metrics.SYS_GPU_UTIL_PERCENT))
 SYSTEM_MEMORY = Panel("system-memory", "System: memory (MB)",
                       (metrics.SYS_RSS_MB, metrics.SYS_GPU_ALLOCATED_MB, metrics.SYS_GPU_RESERVED_MB,
                        metrics.SYS_GPU_PEAK_MB))
-HEALTH_PANELS = (LOSSES, POLICY_UPDATE, JUDGE_UPDATE, LANGUAGE, SYSTEM_USE, SYSTEM_MEMORY)
+# the training-health dock's tabs: (tab title, its panels side by side)
+HEALTH_TABS = (("Losses", (LOSSES,)), ("Policy", (POLICY_UPDATE,)), ("Judge", (JUDGE_UPDATE,)),
+               ("Language model", (LANGUAGE_SHARES, LANGUAGE_LENGTHS)), ("System", (SYSTEM_USE, SYSTEM_MEMORY)))
+HEALTH_PANELS = tuple(panel for _, panels in HEALTH_TABS for panel in panels)
 
 # Every key a panel draws (the held-out tiers come and go with the run's config).
 DRAWN_KEYS = tuple(dict.fromkeys(k for p in PANELS + HEALTH_PANELS for k in p.keys + (p.band or ())))

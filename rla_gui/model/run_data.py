@@ -14,6 +14,14 @@ from rla_engine import metrics
 
 X_AXES = ("iteration", "env steps", "wall time (s)")
 
+# On the wall-time axis a run that was paused or stopped, then resumed, has a stretch with no
+# commits: its curves break there rather than draw a line across time nothing ran. A gap is a
+# step between two commits longer than PAUSE_FACTOR typical steps (the median step, so the
+# pauses themselves do not raise it) and longer than PAUSE_MIN_S (a run committing every few
+# milliseconds is not paused by a hiccup of a second).
+PAUSE_FACTOR = 10.0
+PAUSE_MIN_S = 30.0
+
 
 class Column:
     """One metric key: parallel buffers of iteration, value and commit time."""
@@ -40,15 +48,26 @@ class Column:
     def truncate_after(self, iteration: int) -> None:
         self.n = int(np.searchsorted(self.it[: self.n], iteration, side="right"))
 
+    def pauses(self) -> np.ndarray:
+        """Indices i where the commits of points i-1 and i are a pause apart (see PAUSE_FACTOR)."""
+        steps = np.diff(self.t[: self.n])
+        moving = steps[steps > 0]
+        if len(moving) == 0:
+            return np.empty(0, np.intp)
+        limit = max(PAUSE_MIN_S, PAUSE_FACTOR * float(np.median(moving)))
+        return np.flatnonzero(steps > limit) + 1
+
 
 class RunData:
     def __init__(self) -> None:
         self.columns: dict[str, Column] = {}
         self.version = 0            # bumped on every change; plots redraw when it moved
         self.t0: float | None = None
+        self._pauses: dict[str, tuple[int, np.ndarray]] = {}     # key -> (version, Column.pauses())
 
     def clear(self) -> None:
         self.columns.clear()
+        self._pauses.clear()
         self.t0 = None
         self.version += 1
 
@@ -95,6 +114,17 @@ class RunData:
             return col.t[: col.n] - (self.t0 or 0.0), y
         return col.it[: col.n], y
 
+    def breaks(self, key: str, x_axis: str) -> np.ndarray:
+        """Indices i of xy(key, x_axis) where no line may join point i-1 to point i: on the
+        wall-time axis, where the run was paused or stopped (nothing ran in between)."""
+        col = self.columns.get(key)
+        if x_axis != X_AXES[2] or col is None:
+            return np.empty(0, np.intp)
+        cached = self._pauses.get(key)
+        if cached is None or cached[0] != self.version:
+            cached = self._pauses[key] = (self.version, col.pauses())
+        return cached[1]
+
     def x_of_iteration(self, iterations: np.ndarray, x_axis: str) -> np.ndarray:
         """Where an iteration sits on the chosen axis (for event markers)."""
         if x_axis == X_AXES[1]:
@@ -137,3 +167,14 @@ def ema(y: np.ndarray, weight: float, state: float = 0.0, seen: int = 0) -> np.n
 def ema_state(smoothed_last: float, weight: float, seen: int) -> float:
     """The undebiased EMA state behind the last smoothed value of `seen` points."""
     return smoothed_last * (1 - weight ** seen)
+
+
+def hidden_on_log(y: np.ndarray) -> int:
+    """How many of a curve's points a log y axis cannot show (zero or negative: a policy loss is
+    negative about as often as not)."""
+    return int(np.count_nonzero(np.asarray(y) <= 0))
+
+
+def log_y_note(hidden: int, total: int) -> str:
+    """What a chart on log y says of the points it cannot draw; empty when it draws them all."""
+    return f"log y: {hidden:,} of {total:,} points ≤ 0 hidden" if hidden else ""

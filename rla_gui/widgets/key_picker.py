@@ -33,7 +33,7 @@ class KeyPicker(QtWidgets.QDialog):
         self.keys = QtWidgets.QListWidget()
         grey = self.palette().color(QtGui.QPalette.ColorGroup.Disabled, QtGui.QPalette.ColorRole.Text)
         for key in [*stored, *(k for k in KNOWN_KEYS if k not in stored)]:
-            item = QtWidgets.QListWidgetItem(f"{key}   ({short(key)})")
+            item = QtWidgets.QListWidgetItem(f"{key}   ·   {short(key)}")
             item.setData(QtCore.Qt.ItemDataRole.UserRole, key)
             item.setFlags(item.flags() | QtCore.Qt.ItemFlag.ItemIsUserCheckable)
             item.setCheckState(QtCore.Qt.CheckState.Unchecked)

@@ -1,5 +1,7 @@
-"""Event markers of a plot (pause, resume, override, failure, alerts…): dashed vertical lines,
-one line item per event kind, coloured by kind, with one "events" entry in the plot's legend (the
+"""Event markers of a plot (pause, resume, override, failure…): dashed vertical lines, one line
+item per event kind, coloured by kind; where alerts held, shaded bands (an alert that flapped
+drew hundreds of lines through every chart: its spans merge into a few bands). One "events"
+entry in the plot's legend stands for them all and hides or shows them when clicked (the
 read-out names the markers under the mouse).
 
 One item per kind rather than one per event: a labelled pyqtgraph InfiniteLine costs ~65 KB of
@@ -16,11 +18,14 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6 import QtCore
 
-from ..model.panel_spec import ALERT_COLOURS, MARKER_COLOURS
+from ..model.alert_spans import MERGE_PIXELS, alert_spans, merged_bands
+from ..model.panel_spec import ALERT_BEGAN, ALERT_COLOURS, MARKER_COLOURS
 
 # Even at a few floats each, a run steered for weeks must stay bounded; the newest are kept,
 # and the event log lists every event.
 MAX_MARKERS = 5000
+ALERT_KINDS = frozenset(ALERT_COLOURS)
+ALERT_BAND_COLOUR = (*pg.mkColor(ALERT_COLOURS[ALERT_BEGAN]).getRgb()[:3], 40)     # faint: the curves show through
 
 
 class EventMarkers:
@@ -30,9 +35,21 @@ class EventMarkers:
         self.events: list[tuple[int, str]] = []          # (iteration, kind), oldest first
         self.items: dict[str, pg.PlotCurveItem] = {}
         self._xs: dict[str, np.ndarray] = {}
+        self.alert_spans: list[tuple[float, float]] = []     # iterations over which an alert held
+        self._span_x = (np.empty(0), np.empty(0))            # their starts and ends on the x-axis
+        self.bands = pg.BarGraphItem(x0=[], x1=[], y0=[], y1=[], brush=pg.mkBrush(ALERT_BAND_COLOUR),
+                                     pen=pg.mkPen(None))
+        self.bands.setZValue(-11)     # behind the curves and the lines
+        plot.vb.addItem(self.bands, ignoreBounds=True)
+        # the legend's entry: clicking its sample toggles the sample's visibility (pyqtgraph's
+        # ItemSample), which every marker follows
         self._sample = pg.PlotDataItem(pen=pg.mkPen("#888", width=1, style=QtCore.Qt.PenStyle.DashLine))
+        self._sample.visibleChanged.connect(self._follow_legend)
         self._in_legend = False
         plot.vb.sigYRangeChanged.connect(lambda *_: self._stretch())
+        # how near spans may be before they merge is a matter of pixels: zooming re-merges them
+        plot.vb.sigXRangeChanged.connect(lambda *_: self._shade())
+        plot.vb.sigResized.connect(lambda *_: self._shade())
 
     def __len__(self) -> int:
         return len(self.events)
@@ -52,12 +69,24 @@ class EventMarkers:
         for kind in list(self.items):
             if kind not in by_kind:
                 self.plot.vb.removeItem(self.items.pop(kind))
-                self._xs.pop(kind, None)
+        self._xs = {}
         for kind, its in by_kind.items():
-            self._item(kind)
-            self._xs[kind] = np.repeat(self.x_of_iteration(np.asarray(its, dtype=np.float64)), 2)
+            # alerts' beginnings and ends are kept for the read-out; the bands draw them
+            if kind not in ALERT_KINDS:
+                self._item(kind)
+            self._xs[kind] = self.x_of_iteration(np.asarray(its, dtype=np.float64))
+        self.alert_spans = alert_spans(self.events)
+        self._span_x = self._spans_on_axis()
         self._legend(bool(by_kind))
         self._stretch()
+
+    def _spans_on_axis(self) -> tuple[np.ndarray, np.ndarray]:
+        if not self.alert_spans:
+            return np.empty(0), np.empty(0)
+        first, last = (np.array(side, dtype=np.float64) for side in zip(*self.alert_spans))
+        held = np.isinf(last)        # still holding: to the right edge, whatever the axis
+        ends = self.x_of_iteration(np.where(held, first, last))
+        return self.x_of_iteration(first), np.where(held, np.inf, ends)
 
     def _legend(self, any_marker: bool) -> None:
         """One legend entry for every kind: an entry each (pause, resume, override, …) made the
@@ -68,10 +97,20 @@ class EventMarkers:
             self.plot.legend.removeItem(self._sample)
         self._in_legend = any_marker
 
+    def _follow_legend(self) -> None:
+        shown = self._sample.isVisible()
+        for item in (*self.items.values(), self.bands):
+            item.setVisible(shown)
+
     def near(self, x: float, tolerance: float) -> list[str]:
-        """The kinds of the markers within `tolerance` of x (for the read-out)."""
-        return [kind.replace("_", " ") for kind, xs in self._xs.items()
-                if len(xs) and np.abs(xs - x).min() <= tolerance]
+        """The kinds of the markers within `tolerance` of x, and whether an alert held there (for
+        the read-out)."""
+        kinds = [kind.replace("_", " ") for kind, xs in self._xs.items()
+                 if len(xs) and np.abs(xs - x).min() <= tolerance]
+        starts, ends = self._span_x
+        if np.any((starts <= x) & (x <= ends)):
+            kinds.append("alert held")
+        return kinds
 
     def _item(self, kind: str) -> pg.PlotCurveItem:
         item = self.items.get(kind)
@@ -80,13 +119,29 @@ class EventMarkers:
             item = pg.PlotCurveItem(pen=pg.mkPen(colour, width=1, style=QtCore.Qt.PenStyle.DashLine),
                                     connect="pairs", skipFiniteCheck=True)
             item.setZValue(-10)     # behind the curves
+            item.setVisible(self._sample.isVisible())
             self.plot.vb.addItem(item, ignoreBounds=True)
             self.items[kind] = item
         return item
 
     def _stretch(self) -> None:
         y0, y1 = self.plot.vb.viewRange()[1]
-        for kind, xs in self._xs.items():
+        for kind, item in self.items.items():
+            xs = np.repeat(self._xs[kind], 2)        # a segment from the bottom to the top
             ys = np.empty(len(xs))
             ys[0::2], ys[1::2] = y0, y1
-            self.items[kind].setData(xs, ys)
+            item.setData(xs, ys)
+        self._shade()
+
+    def _shade(self) -> None:
+        """The alerts' bands over the visible y range, merged where they would touch on screen."""
+        starts, ends = self._span_x
+        if len(starts) == 0 and len(self.bands.opts["x0"]) == 0:
+            return      # nothing shaded, nothing to: a view change costs nothing
+        vb = self.plot.vb
+        (x0, x1), (y0, y1) = vb.viewRange()
+        pixel = (x1 - x0) / max(1.0, vb.width())
+        ends = np.where(np.isinf(ends), np.maximum(starts, x1), ends)
+        seen = (ends >= x0) & (starts <= x1)       # zoomed in, the spans out of view cost nothing
+        first, last = merged_bands(starts[seen], ends[seen], MERGE_PIXELS * pixel, min_width=pixel)
+        self.bands.setOpts(x0=first, x1=last, y0=np.full(len(first), y0), y1=np.full(len(first), y1))

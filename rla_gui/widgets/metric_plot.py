@@ -11,7 +11,7 @@ import pyqtgraph as pg
 from PySide6 import QtCore
 
 from ..model.panel_spec import PALETTE, short
-from ..model.run_data import X_AXES, RunData, ema, ema_state
+from ..model.run_data import X_AXES, RunData, ema, ema_state, hidden_on_log, log_y_note
 from .chart_export import add_chart_export
 from ..model.lod import PeakPyramid
 from .markers import EventMarkers
@@ -28,9 +28,10 @@ class MetricCurve:
         self.key, self.smooth = key, smooth
         faint = pg.mkColor(colour)
         faint.setAlpha(60)
-        self.raw = plot.plot(pen=pg.mkPen(faint, width=1))
+        # "finite": a NaN is a break in the line (where a run was paused, on the wall-time axis)
+        self.raw = plot.plot(pen=pg.mkPen(faint, width=1), connect="finite")
         self.line = plot.plot(pen=pen if pen is not None else pg.mkPen(colour, width=width, style=style),
-                              name=(label or short(key)) if pen is None else None)
+                              name=(label or short(key)) if pen is None else None, connect="finite")
         for item in (self.raw, self.line):
             item.setSkipFiniteCheck(True)
         self.raw_lod, self.smooth_lod = PeakPyramid(), PeakPyramid()
@@ -75,13 +76,14 @@ class MetricCurve:
             i0 = max(0, int(np.searchsorted(x, x_range[0])) - 1)
             i1 = min(n, int(np.searchsorted(x, x_range[1])) + 1)
         budget = max(200, 2 * pixels)
+        breaks = data.breaks(self.key, x_axis)
         if smoothing > 0 and n > 1:
-            self.raw.setData(*self.raw_lod.view(x, y, i0, i1, budget))
+            self.raw.setData(*self.raw_lod.view(x, y, i0, i1, budget, breaks))
             self.raw.show()
-            self.line.setData(*self.smooth_lod.view(x, self.smoothed[:n], i0, i1, budget))
+            self.line.setData(*self.smooth_lod.view(x, self.smoothed[:n], i0, i1, budget, breaks))
         else:
             self.raw.hide()
-            self.line.setData(*self.raw_lod.view(x, y, i0, i1, budget))
+            self.line.setData(*self.raw_lod.view(x, y, i0, i1, budget, breaks))
 
     def nearest(self, data: RunData, x_axis: str, x: float) -> tuple[float, float] | None:
         xs, ys = data.xy(self.key, x_axis)
@@ -100,7 +102,8 @@ class MetricPlot(pg.PlotWidget):
     def __init__(self, title: str, keys: tuple[str, ...], data: RunData, dashed: tuple[str, ...] = (),
                  parent=None):
         super().__init__(parent=parent)
-        self.data, self.x_axis, self.smoothing = data, X_AXES[0], 0.0
+        self.data, self.x_axis, self.smoothing, self.log_y = data, X_AXES[0], 0.0, False
+        self.title = self._shown_title = title
         set_title(self.plotItem, title)
         # no grid: pyqtgraph paints grid lines through the axis picture at ~6 ms per axis per frame,
         # which alone would eat the event loop's 16 ms budget
@@ -142,7 +145,10 @@ class MetricPlot(pg.PlotWidget):
             self.plotItem.setLabel("bottom", x_axis)
             self.markers.relocate()
         self.smoothing = smoothing
-        self.plotItem.setLogMode(y=log_y)
+        if log_y != self.log_y:
+            self.log_y = log_y
+            self.plotItem.setLogMode(y=log_y)
+            self._show_hidden_points()
 
     def needs_refresh(self) -> bool:
         return bool(self._pending_marks) or (self.data.version, self.x_axis, self.smoothing) != self._drawn_state
@@ -156,6 +162,19 @@ class MetricPlot(pg.PlotWidget):
         pixels = max(100, int(self.plotItem.vb.width()))
         for curve in self.curves.values():
             curve.draw(self.data, self.x_axis, self.smoothing, x_range, pixels)
+        self._show_hidden_points()
+
+    def _show_hidden_points(self) -> None:
+        """On log y the title says how many points it cannot draw (≤ 0): a policy loss is
+        negative in most iterations, and its chart showed what was left as if it were all."""
+        note = ""
+        if self.log_y:
+            ys = [self.data.xy(key)[1] for key in self.curves]
+            note = log_y_note(sum(hidden_on_log(y) for y in ys), sum(len(y) for y in ys))
+        shown = f"{self.title} · {note}" if note else self.title
+        if shown != self._shown_title:       # a new title re-lays the plot out: only on a change
+            self._shown_title = shown
+            set_title(self.plotItem, shown)
 
     def reset_drawn(self) -> None:
         """Forget what was drawn (not the data): the next refresh re-sends every curve."""

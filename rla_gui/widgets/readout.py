@@ -157,10 +157,25 @@ class HoverReadout:
             return
         self._at = QtCore.QPointF(pos)
         self.item.setText(text)
+        self._fit_height(text)
         self.item.setPos(vb.mapSceneToView(self._corner(pos)))
         # setVisible, not show(): TextItem fits its pixel scale to the view in its Python
         # setVisible, which Qt's show() bypasses (it would stay at the scale it had when hidden)
         self.item.setVisible(True)
+
+    def _fit_height(self, text: str) -> None:
+        """A read-out taller than the view box (a short chart, many curves) keeps its first lines
+        and says how many it leaves out, rather than being cut at the plot's edge."""
+        room = self.plot_item.vb.sceneBoundingRect().height() - 2
+        lines = text.split("\n")
+        height = self.item.textItem.boundingRect().height()
+        if height <= room or len(lines) < 2:
+            return
+        margins = 2 * self.item.textItem.document().documentMargin()
+        line = (height - margins) / len(lines)
+        fit = max(1, int((room - margins) / line) - 1)      # a line kept for the "more" note
+        left_out = len(lines) - fit
+        self.item.setText("\n".join([*lines[:fit], f"… {left_out} more (a taller chart shows them)"]))
 
     def _corner(self, pos: QtCore.QPointF) -> QtCore.QPointF:
         """The text's top-left corner in the scene: up and to the right of the cursor, flipped to

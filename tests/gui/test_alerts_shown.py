@@ -1,12 +1,13 @@
 """Alerts from the theory, as the console shows them: a badge in the status line
-while one is active, a marker where it began and where it ended, and a sentence with advice in
-the Events log — from a real engine whose judge gives one verdict per step (unanimous by
+while one is active, a shaded band from where it began to where it ended, and a sentence with
+advice in the Events log — from a real engine whose judge gives one verdict per step (unanimous by
 definition: the collapse alert after a window of 2), cleared when its run ends."""
+import math
+
 from PySide6 import QtCore
 
 from rla_engine.alerts import ALERTS, JUDGE_UNANIMOUS
 from rla_gui.main_window import MainWindow
-from rla_gui.model.panel_spec import ALERT_BEGAN, ALERT_ENDED
 
 from gui_support import until
 
@@ -34,13 +35,18 @@ def test_a_collapsed_judge_is_shown_while_it_lasts_and_explained(qtbot, tmp_path
         # the Events log explains it in a sentence, with advice
         await until(lambda: any(line.startswith(f"⚠ {title}") and "What to do:" in line for line in log_lines()),
                     timeout=10, what="the alert in the Events log")
-        # the dashboard marks where it began
-        await until(lambda: ALERT_BEGAN in win.dashboard.policy.markers.items, timeout=10, what="its marker")
-        # the run ends: the alert is cleared, the badge goes, the end is marked
+        # the dashboard shades where it holds, from where it began on
+        markers = win.dashboard.policy.markers
+        await until(lambda: markers.alert_spans and math.isinf(markers.alert_spans[-1][1]), timeout=10,
+                    what="its band")
+        # the run ends: the alert is cleared, the badge says (as `rla show` does) that it was active
+        # then, no longer as a warning, and the end is marked
         await until(lambda: win.controls.status == "completed", timeout=120, what="the run's end")
-        await until(lambda: not badge.isVisible(), timeout=10, what="the badge gone")
+        await until(lambda: badge.text() == f"1 alert active when the run ended: {title}", timeout=10,
+                    what="the badge muted")
         assert any(line.startswith(f"✓ {title} cleared: the run ended") for line in log_lines())
-        await until(lambda: ALERT_ENDED in win.dashboard.policy.markers.items, timeout=10, what="the end marker")
+        await until(lambda: markers.alert_spans and not math.isinf(markers.alert_spans[-1][1]), timeout=10,
+                    what="its band ended")
 
     drive(journey(), timeout=240)
     win.close()

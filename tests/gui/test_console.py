@@ -234,7 +234,7 @@ def test_an_empty_dashboard_frames_every_plot_at_zero_to_one(window, qtbot):
     window.dashboard.refresh()
     qtbot.wait(50)
     plots = window.dashboard.plots
-    assert len(plots) == 10 and [p.plotItem.vb.viewRange() for p in plots] == [[[0, 1], [0, 1]]] * len(plots)
+    assert len(plots) == 11 and [p.plotItem.vb.viewRange() for p in plots] == [[[0, 1], [0, 1]]] * len(plots)
 
 
 def test_delete_on_a_live_run_refuses_before_asking(window, drive, monkeypatch, qtbot):

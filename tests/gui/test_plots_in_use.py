@@ -17,6 +17,8 @@ from rla_gui.model.run_data import RunData
 from rla_gui.session import RunSession
 from rla_gui.widgets.view_controls import ViewControls
 
+from gui_support import shown_dashboard
+
 ITERATIONS = 60
 TIERS = (0.1, 0.3, 0.5, 0.7, 0.9, 1.0)        # six held-out tiers: nine entries in the policy legend
 RUN_KEYS = (metrics.SUCCESS, metrics.EVAL_SUCCESS, metrics.REWARD, metrics.OUTCOME_AGREEMENT,
@@ -51,12 +53,7 @@ EVENTS = [{"id": 1, "iteration": 20, "kind": "pause", "payload": None},
 
 @pytest.fixture
 def dashboard(qtbot):
-    session = RunSession(None)
-    panel = DashboardPanel(session)
-    qtbot.addWidget(panel)
-    panel.resize(1400, 900)
-    panel.show()
-    qtbot.waitExposed(panel)
+    session, panel = shown_dashboard(qtbot)
     panel.health.resize(1400, 220)        # the training-health dock: a low strip, the losses in front
     panel.health.show()
     session.data.add(a_run())
