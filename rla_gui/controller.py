@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-from collections.abc import Coroutine
+from collections.abc import Coroutine, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -51,6 +51,9 @@ class ConsoleController(QtCore.QObject):
     # the database is about to be left (another one opened, the console closed): what was typed
     # and not yet saved (History's notes and tags) is to be handed to save_notes now
     leaving_database = QtCore.Signal()
+    # a database was opened (at start-up, File ▸ Open) with runs still live or paused in it: engines
+    # a console closed with "let it run on", or started from a terminal; the person is told, once
+    live_runs_found = QtCore.Signal(object)       # [run row, …]
 
     def __init__(self, db_path: Path, parent: QtCore.QObject | None = None):
         super().__init__(parent)
@@ -66,15 +69,18 @@ class ConsoleController(QtCore.QObject):
         self._workflows: set[asyncio.Task] = set()
         self._note_writes: set[asyncio.Task] = set()    # never cancelled: a close or a switch waits for them
         self._closed: asyncio.Task | None = None
+        self._rows: list[dict] = []          # the history as last read: what live_runs() lists
+        self._announce_live = False          # the first read of a newly opened database tells of its live runs
 
     @property
     def client(self) -> EngineClient:
         return self.session.client
 
     # -- database and runs ---------------------------------------------------------------------
-    def switch_database(self, path: Path) -> asyncio.Task:
+    def switch_database(self, path: Path, stop_runs: Sequence[str] = ()) -> asyncio.Task:
         """File ▸ Open / New database: the file is opened (or created) and checked first, in the
-        store's thread; one that is no database is refused and the console stays where it was."""
+        store's thread; one that is no database is refused and the console stays where it was.
+        `stop_runs`: the old database's live runs the person chose to stop as it is left."""
         async def run() -> None:
             # a thread of our own: qasync's default executor is made of QThreads that nobody stops,
             # and Qt aborts the process at exit over a QThread still running
@@ -84,6 +90,8 @@ class ConsoleController(QtCore.QObject):
                 self.database_refused.emit(Path(path), problem)
                 return
             await self._write_pending_notes()
+            for run_id in stop_runs:
+                await self.client.stop(run_id)
             self.open_database(Path(path))
         return self.spawn(run())
 
@@ -94,6 +102,7 @@ class ConsoleController(QtCore.QObject):
         else:
             self.session.open(None)
         self.column_values = ColumnValues()
+        self._rows, self._announce_live = [], True
         self.database_opened.emit(self.db_path)
         if self._history_task is not None:
             self._history_task.cancel()
@@ -108,6 +117,23 @@ class ConsoleController(QtCore.QObject):
         s = self.session
         return s.run_id if s.run and s.run["status"] in LIVE else None
 
+    def live_runs(self) -> list[dict]:
+        """Every run of the database that is running or paused, as last read (History's refresh,
+        the open run's fresher row): what a quit or a switch of database leaves running."""
+        rows = {r["id"]: r for r in self._rows}
+        run = self.session.run
+        if run is not None:
+            rows[run["id"]] = {**rows.get(run["id"], {}), **run}
+        return [r for r in rows.values() if r.get("status") in LIVE]
+
+    def stop_runs(self, run_ids: Sequence[str]) -> asyncio.Task:
+        """Ask each run's engine to stop (it checkpoints first); a paused one stops too."""
+        async def run() -> None:
+            for run_id in run_ids:
+                await self.client.stop(run_id)
+            self.message.emit(f"asked {counted(len(run_ids), 'run')} to stop", 5000)
+        return self.spawn(run())
+
     # -- the history ---------------------------------------------------------------------------
     async def _history_loop(self) -> None:
         while not self.closing:
@@ -116,10 +142,19 @@ class ConsoleController(QtCore.QObject):
             await asyncio.sleep(HISTORY_EVERY_S)
 
     async def refresh_history(self) -> None:
-        rows = await self.client.run_summaries(list(SUMMARY_KEYS), self.include_archived)
+        client = self.client
+        rows = await client.run_summaries(list(SUMMARY_KEYS), self.include_archived)
+        if client is not self.client:       # another database was opened meanwhile: these rows are the old one's
+            return
         if self.history_columns:
             await self.column_values.fill(self.client, rows, self.history_columns)
+        self._rows = rows
         self.history_changed.emit(rows)
+        if self._announce_live:
+            self._announce_live = False
+            live = self.live_runs()
+            if live and self.session.run_id is None:
+                self.live_runs_found.emit(live)
 
     def set_history_columns(self, column_ids: list[str]) -> None:
         if list(column_ids) == self.history_columns:    # the same (a database's columns restored): no second read
@@ -327,8 +362,8 @@ class ConsoleController(QtCore.QObject):
         return self.spawn(run())
 
     # -- closing -------------------------------------------------------------------------------
-    def close(self, stop_run: str | None) -> asyncio.Task:
-        """What must happen after the window closed: the stop command lands, the client closes.
+    def close(self, stop_runs: Sequence[str] = ()) -> asyncio.Task:
+        """What must happen after the window closed: the stop commands land, the client closes.
         Everything else ends now (its answer has nowhere to go); a second call is the first."""
         if self._closed is not None:
             return self._closed
@@ -343,8 +378,8 @@ class ConsoleController(QtCore.QObject):
         async def run() -> None:
             try:
                 await self._write_pending_notes()
-                if stop_run is not None:
-                    await self.client.stop(stop_run)
+                for run_id in stop_runs:
+                    await self.client.stop(run_id)
             finally:
                 await self.session.shutdown()
         self._closed = asyncio.ensure_future(run())

@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import functools
 import html
-import json
 from pathlib import Path
 from typing import ClassVar, Protocol, cast
 
@@ -14,31 +13,35 @@ from PySide6 import QtCore, QtGui, QtWidgets
 
 from rla_engine.config import Config
 from rla_engine.export import output_paths
-from rla_engine.text import as_html, printable
+from rla_engine.text import as_html, counted, printable
 from rla_engine.vocabulary import LIVE, CommandKind, Status
 
 from .controller import ConsoleController
-from .panels.comparison import ComparisonPanel
+from .model.database_settings import DatabaseSettings
+from .panels.comparison import ComparisonPanel, ComparisonView
 from .panels.group_comparison import GroupComparisonPanel
 from .panels.controls import ControlsPanel
 from .panels.dashboard import DashboardPanel
 from .panels.episode_view import EpisodeViewPanel
 from .panels.event_log import EventLogPanel
-from .panels.history import HistoryPanel, database_key
+from .panels.history import HistoryPanel
 from .panels.pool_table import PoolTablePanel
 from .panels.run_form import RunFormPanel
 from .panels.samples import SamplesPanel
 from .theme import apply_plot_theme
 from .widgets import file_dialogs
-from .widgets.plain_text import action_text, auto_text, message_box
+from .widgets.plain_text import action_text, auto_text, message_box, plain_label
 from .widgets.status_line import StatusLine
 
 SHORTCUTS = [("Space", "Pause / resume the open run"), ("Ctrl+N", "New run"), ("Ctrl+F", "Find a run in the history"),
-             ("Ctrl+E", "Export the selected runs (HTML, PDF, CSV, JSON)"),
+             ("Ctrl+E", "Export the comparison in view, else the runs selected in History, else the open run "
+                        "(HTML, PDF, CSV, JSON; the dialog lists the runs it writes)"),
              ("Ctrl+O", "Open a database"), ("Ctrl+W", "Close the comparison tab"), ("Ctrl+Q", "Quit")]
 
 
 MORE_ITERATIONS = 100       # what "Resume a completed run" proposes to add
+HEALTH_DOCK_HEIGHT = 320    # the Events / Training health docks at first: the health plots readable
+LISTED_RUNS = 12            # a dialog lists this many runs by name, then says how many more
 FOLLOW_COMPARISONS_MS = 2000    # how often a comparison with a live run fetches its new rows
 
 
@@ -69,7 +72,7 @@ class MainWindow(QtWidgets.QMainWindow):
         self.samples = SamplesPanel(session)
         self.controls = ControlsPanel(session)
         self.status_line = StatusLine(self.statusBar(), session)
-        self.comparisons: list[ComparisonPanel | GroupComparisonPanel] = []
+        self.comparisons: list[ComparisonView] = []
         self.views = QtWidgets.QTabWidget()
         self.views.setDocumentMode(True)
         self.views.setTabsClosable(True)
@@ -81,6 +84,7 @@ class MainWindow(QtWidgets.QMainWindow):
         self._menus()
         self._wire()
         self.signal_notifier: QtCore.QObject | None = None   # app.py keeps its SIGTERM watcher here
+        self.live_runs_box: LiveRunsBox | None = None
         self._closing = False
         self.finished: asyncio.Future | None = None
         self.open_database(db_path)
@@ -97,7 +101,7 @@ class MainWindow(QtWidgets.QMainWindow):
             self.resize(1500, 950)
         if not self.restoreState(cast(QtCore.QByteArray, self.settings.value("state", QtCore.QByteArray()))):
             self.resizeDocks([self.form_dock, self.pool_dock], [360, 330], QtCore.Qt.Orientation.Horizontal)
-            self.resizeDocks([self.events_dock], [200], QtCore.Qt.Orientation.Vertical)
+            self.resizeDocks([self.events_dock], [HEALTH_DOCK_HEIGHT], QtCore.Qt.Orientation.Vertical)
 
     # -- layout ------------------------------------------------------------------------------
     def _dock(self, title: str, widget: QtWidgets.QWidget, area) -> QtWidgets.QDockWidget:
@@ -171,42 +175,47 @@ class MainWindow(QtWidgets.QMainWindow):
 
     def _wire(self) -> None:
         c, h, k = self.controller, self.history, self.controls
-        self.run_form.start_requested.connect(self._start_run)
-        self.form_dock.visibilityChanged.connect(self.run_form.set_in_front)
-        self.run_form.ablation_requested.connect(c.start_ablation)
-        h.open_requested.connect(self.open_run)
-        h.clone_requested.connect(c.clone)
-        h.resume_requested.connect(self.ask_resume)
-        h.archive_requested.connect(c.set_archived)
-        h.delete_requested.connect(self.ask_delete)
-        h.show_archived_changed.connect(c.show_archived)
-        h.compare_requested.connect(c.compare)
-        h.search_changed.connect(c.search)
-        h.notes_edited.connect(c.save_notes)
-        c.leaving_database.connect(h.flush_notes)
-        k.pause_requested.connect(lambda: c.command(CommandKind.PAUSE))
-        k.resume_requested.connect(lambda: c.command(CommandKind.RESUME))
-        k.stop_requested.connect(lambda: c.command(CommandKind.STOP))
-        k.difficulty_requested.connect(lambda v: c.command(CommandKind.SET_DIFFICULTY, {"value": v}))
-        k.resume_run_requested.connect(lambda: self.ask_resume(c.session.run_id))
-        c.history_changed.connect(h.set_runs)
-        c.search_matched.connect(h.show_matches)
-        c.run_opened.connect(h.select)
-        c.run_opened.connect(self._show_run)
-        self.samples.became_available.connect(self._samples_arrived)
-        c.clone_ready.connect(self._clone_into_form)
-        c.comparison_ready.connect(self.show_comparison)
-        h.columns_changed.connect(c.set_history_columns)
-        h.choices_requested.connect(c.column_choices)
-        c.column_choices_ready.connect(h.show_chooser)
-        h.group_compare_requested.connect(c.compare_groups)
-        c.group_comparison_ready.connect(self.show_group_comparison)
-        c.message.connect(lambda text, ms: self.statusBar().showMessage(text, ms))
-        c.engine_failed.connect(self.show_engine_failure)
-        c.unowned_refused.connect(self.ask_unowned_resume)
-        c.database_opened.connect(self._on_database)
-        c.database_refused.connect(self.show_database_refused)
-        self.dashboard.charts_changed.connect(self._save_charts)
+        wiring = (
+            (self.run_form.start_requested, self._start_run),
+            (self.form_dock.visibilityChanged, self.run_form.set_in_front),
+            (self.run_form.ablation_requested, c.start_ablation),
+            (h.open_requested, self.open_run),
+            (h.clone_requested, c.clone),
+            (h.resume_requested, self.ask_resume),
+            (h.archive_requested, c.set_archived),
+            (h.delete_requested, self.ask_delete),
+            (h.show_archived_changed, c.show_archived),
+            (h.compare_requested, c.compare),
+            (h.search_changed, c.search),
+            (h.notes_edited, c.save_notes),
+            (c.leaving_database, h.flush_notes),
+            (k.pause_requested, lambda: c.command(CommandKind.PAUSE)),
+            (k.resume_requested, lambda: c.command(CommandKind.RESUME)),
+            (k.stop_requested, lambda: c.command(CommandKind.STOP)),
+            (k.difficulty_requested, lambda v: c.command(CommandKind.SET_DIFFICULTY, {"value": v})),
+            (k.resume_run_requested, lambda: self.ask_resume(c.session.run_id)),
+            (c.history_changed, h.set_runs),
+            (c.search_matched, h.show_matches),
+            (c.run_opened, h.select),
+            (c.run_opened, self._show_run),
+            (self.samples.became_available, self._samples_arrived),
+            (c.clone_ready, self._clone_into_form),
+            (c.comparison_ready, self.show_comparison),
+            (h.columns_changed, c.set_history_columns),
+            (h.choices_requested, c.column_choices),
+            (c.column_choices_ready, h.show_chooser),
+            (h.group_compare_requested, c.compare_groups),
+            (c.group_comparison_ready, self.show_group_comparison),
+            (c.message, lambda text, ms: self.statusBar().showMessage(text, ms)),
+            (c.engine_failed, self.show_engine_failure),
+            (c.unowned_refused, self.ask_unowned_resume),
+            (c.database_opened, self._on_database),
+            (c.database_refused, self.show_database_refused),
+            (c.live_runs_found, self.show_live_runs),
+            (self.dashboard.charts_changed, self._save_charts),
+        )
+        for signal, slot in wiring:
+            signal.connect(slot)
 
     # -- database, runs, comparisons -------------------------------------------------------------
     def open_database(self, path: Path) -> None:
@@ -221,21 +230,11 @@ class MainWindow(QtWidgets.QMainWindow):
         self.history.use_database(self.settings, path)
         self.dashboard.set_charts(self._saved_charts())
 
-    def _charts_key(self) -> str:
-        """Added charts are remembered per database: its resolved path, hashed into a setting's name."""
-        return database_key(self.controller.db_path) + "/charts"
-
     def _saved_charts(self) -> list[list[str]]:
-        try:
-            charts = json.loads(str(self.settings.value(self._charts_key(), "[]")))
-        except ValueError:
-            return []
-        ok = isinstance(charts, list) and all(isinstance(c, list) and c and all(isinstance(k, str) for k in c)
-                                              for c in charts)
-        return charts if ok else []
+        return DatabaseSettings(self.settings, self.controller.db_path).charts()
 
     def _save_charts(self) -> None:
-        self.settings.setValue(self._charts_key(), json.dumps(self.dashboard.chart_keys()))
+        DatabaseSettings(self.settings, self.controller.db_path).set_charts(self.dashboard.chart_keys())
 
     def open_run(self, run_id: str) -> None:
         self.controller.open_run(run_id)
@@ -277,14 +276,14 @@ class MainWindow(QtWidgets.QMainWindow):
             task = self.controller.follow_comparison(panel.runs)
             task.add_done_callback(functools.partial(self._followed, panel))
 
-    def _followed(self, panel: ComparisonPanel | GroupComparisonPanel, task: asyncio.Task) -> None:
+    def _followed(self, panel: ComparisonView, task: asyncio.Task) -> None:
         self._following.discard(id(panel))
         if panel in self.comparisons and not task.cancelled() and task.exception() is None and task.result():
             panel.runs_grew()
 
     def _close_view(self, index: int) -> None:
         panel = self.views.widget(index)
-        if isinstance(panel, (ComparisonPanel, GroupComparisonPanel)):
+        if isinstance(panel, ComparisonView):
             panel.save_state(self.settings)
             self.views.removeTab(index)
             self.comparisons.remove(panel)
@@ -323,19 +322,41 @@ class MainWindow(QtWidgets.QMainWindow):
 
     def export_ids(self) -> list[str]:
         """What File ▸ Export… exports: the comparison in view, else the runs selected in History,
-        else the open run."""
+        else the open run (SHORTCUTS says so; the dialog lists them)."""
+        return self.export_scope()[1]
+
+    def export_scope(self) -> tuple[str, list[str]]:
+        """(where the runs come from, in words; their ids) for File ▸ Export…."""
         view = self.views.currentWidget()
         if isinstance(view, GroupComparisonPanel):
-            return view.run_ids()
+            return "the group comparison in view", view.run_ids()
         if isinstance(view, ComparisonPanel) and view.runs:
-            return [row["id"] for row, _ in view.runs]
+            return "the comparison in view", [row["id"] for row, _ in view.runs]
+        if selected := self.history.selected_ids():
+            return "the runs selected in History", selected
         session = self.controller.session
-        return self.history.selected_ids() or ([session.run_id] if session.run_id else [])
+        return "the open run", [session.run_id] if session.run_id else []
+
+    def _run_name(self, run_id: str) -> str:
+        view = self.views.currentWidget()
+        rows = [row for row, _ in view.runs] if isinstance(view, ComparisonView) else []
+        row = next((r for r in rows if r["id"] == run_id), None) or self._known_run(run_id) or {}
+        return printable(str(row.get("name") or ""))
+
+    def runs_text(self, run_ids: list[str], status: dict[str, str] | None = None) -> str:
+        """One line per run, "name (id)" (and its status), then how many more: what a dialog says
+        it acts on."""
+        def line(run_id: str) -> str:
+            name, state = self._run_name(run_id), (status or {}).get(run_id)
+            text = f"  {name} ({printable(run_id)})" if name else f"  {printable(run_id)}"
+            return f"{text} — {printable(state)}" if state else text
+        more = len(run_ids) - LISTED_RUNS
+        return "\n".join([line(i) for i in run_ids[:LISTED_RUNS]] + ([f"  … and {more} more"] if more > 0 else []))
 
     def export_charts(self) -> list[list[str]]:
         """The added charts a report includes: the comparison's in view, else the dashboard's."""
         view = self.views.currentWidget()
-        if isinstance(view, ComparisonPanel):
+        if isinstance(view, ComparisonView):
             return [list(plot.panel.keys) for plot in view.added]
         return self.dashboard.chart_keys()
 
@@ -351,14 +372,16 @@ class MainWindow(QtWidgets.QMainWindow):
         return folder / f"{stem}.{fmt}"
 
     def ask_export(self) -> None:
-        ids = self.export_ids()
+        where, ids = self.export_scope()
         if not ids:
             self.statusBar().showMessage("select a run (or several) in the history to export", 5000)
             return
         proposed = self.proposed_export_path(ids)
         filters = list(self.EXPORT_FILTERS)
         last = next((f for f, v in self.EXPORT_FILTERS.items() if proposed.suffix == f".{v}"), filters[0])
-        path, chosen = file_dialogs.save_file_name(self, "Export", str(proposed), ";;".join(filters), last)
+        path, chosen = file_dialogs.save_file_name(
+            self, f"Export {counted(len(ids), 'run')} — {where}", str(proposed), ";;".join(filters), last,
+            note=f"Writes {counted(len(ids), 'run')}, {where}:\n{self.runs_text(ids)}")
         if path:
             # a typed suffix of a format we write wins over the filter left selected ("x.pdf"
             # under the HTML filter wrote HTML into x.pdf)
@@ -406,13 +429,21 @@ class MainWindow(QtWidgets.QMainWindow):
         path, _ = file_dialogs.open_file_name(self, "Open database", str(self.controller.db_path.parent),
                                               "SQLite databases (*.db *.sqlite);;All files (*)")
         if path:
-            self.controller.switch_database(Path(path))
+            self.leave_database_for(Path(path))
 
     def ask_new_database(self) -> None:
         path, _ = file_dialogs.save_file_name(self, "New database", str(self.controller.db_path.parent / "new.db"),
                                               "SQLite databases (*.db)")
         if path:
-            self.controller.switch_database(Path(path))
+            self.leave_database_for(Path(path))
+
+    def leave_database_for(self, path: Path) -> None:
+        """Another database: its live and paused runs are left running, or stopped, as the person
+        says (as on quit); Cancel stays."""
+        live = self.controller.live_runs()
+        choice = self.ask_leave_choice(live, "Open another database") if live else "detach"
+        if choice != "cancel":
+            self.controller.switch_database(path, [r["id"] for r in live] if choice == "stop" else [])
 
     def show_database_refused(self, path: Path, problem: str) -> None:
         """Said in a dialog (not only on stderr); the database that was open stays open."""
@@ -460,35 +491,100 @@ class MainWindow(QtWidgets.QMainWindow):
         self.settings.setValue("geometry", self.saveGeometry())
         self.settings.setValue("state", self.saveState())
 
-    def live_run_id(self) -> str | None:
-        return self.controller.live_run_id()
-
     def closeEvent(self, event: QtGui.QCloseEvent) -> None:
         if self._closing:       # closed once already (a second close, e.g. at deletion): nothing left to do
             event.accept()
             return
-        run_id = self.live_run_id()
-        if run_id and not self._closing:
-            choice = self.ask_close_choice(run_id)
-            if choice == "cancel":
-                event.ignore()
-                return
-        else:
-            choice = "detach"
+        live = self.controller.live_runs()
+        choice = self.ask_close_choice(live[0]["id"]) if live else "detach"
+        if choice == "cancel":
+            event.ignore()
+            return
         self._closing = True
         self.save_state()
-        self.finished = self.controller.close(run_id if choice == "stop" else None)
+        if self.live_runs_box is not None:
+            self.live_runs_box.close()
+        self.finished = self.controller.close([r["id"] for r in live] if choice == "stop" else [])
         event.accept()
 
     def ask_close_choice(self, run_id: str) -> str:
-        """'stop', 'detach' or 'cancel' (tests replace this to answer without a modal dialog)."""
-        run = self.controller.session.run
-        status = run["status"] if run else "live"
-        name = printable(str(run["name"])) if run and run.get("name") else run_id
-        box = message_box(QtWidgets.QMessageBox.Icon.Question, "A run is live",
-                          f"Run {name} ({run_id}) is still {status}.", self)
-        stop = box.addButton("Stop it (checkpoint)", QtWidgets.QMessageBox.ButtonRole.DestructiveRole)
-        detach = box.addButton("Let it run on", QtWidgets.QMessageBox.ButtonRole.AcceptRole)
+        """'stop', 'detach' or 'cancel' for every live or paused run of the database, `run_id`
+        first among them (tests replace this to answer without a modal dialog)."""
+        live = self.controller.live_runs()
+        live.sort(key=lambda r: r["id"] != run_id)
+        return self.ask_leave_choice(live or [{"id": run_id, "status": "live"}], "Quit")
+
+    def ask_leave_choice(self, live: list[dict], leaving: str) -> str:
+        """A modal question naming each live or paused run (name, id, status): leave them running
+        (detached: an engine needs no console), stop them (each checkpoints), or cancel."""
+        one = len(live) == 1
+        text = (f"{'This run is' if one else f'These {len(live)} runs are'} still live or paused in "
+                f"{self.controller.db_path.name}:\n"
+                + self.runs_text([r["id"] for r in live], {r["id"]: str(r.get("status")) for r in live}))
+        box = message_box(QtWidgets.QMessageBox.Icon.Question, f"{leaving}: {'a run is' if one else 'runs are'} live",
+                          text, self)
+        stop = box.addButton("Stop it (checkpoint)" if one else f"Stop all {len(live)} (checkpoint)",
+                             QtWidgets.QMessageBox.ButtonRole.DestructiveRole)
+        detach = box.addButton("Let it run on" if one else "Let them run on",
+                               QtWidgets.QMessageBox.ButtonRole.AcceptRole)
         box.addButton(QtWidgets.QMessageBox.StandardButton.Cancel)
+        box.setDefaultButton(detach)
         box.exec()
         return "stop" if box.clickedButton() is stop else "detach" if box.clickedButton() is detach else "cancel"
+
+    # -- runs left live by an earlier console, or a terminal ---------------------------------------
+    def show_live_runs(self, live: list[dict]) -> LiveRunsBox | None:
+        """The database just opened has runs running or paused, and none is open: each listed,
+        to attach to (open it here) or to stop. Not modal: the console goes on meanwhile."""
+        if self._closing:
+            return self.live_runs_box
+        if self.live_runs_box is not None:       # an earlier database's
+            self.live_runs_box.close()
+            self.live_runs_box.deleteLater()
+        box = self.live_runs_box = LiveRunsBox(live, self.controller.db_path, self)
+        box.attach_requested.connect(self.open_run)
+        box.stop_requested.connect(lambda run_id: self.controller.stop_runs([run_id]))
+        box.show()
+        return box
+
+
+class LiveRunsBox(QtWidgets.QDialog):
+    """The runs still live or paused in a database the console opened, each with Attach and Stop it."""
+    attach_requested = QtCore.Signal(str)
+    stop_requested = QtCore.Signal(str)
+
+    def __init__(self, live: list[dict], db_path: Path, parent: QtWidgets.QWidget | None = None):
+        super().__init__(parent)
+        self.setWindowTitle("Runs still live")
+        layout = QtWidgets.QVBoxLayout(self)
+        layout.addWidget(plain_label(f"{counted(len(live), 'run')} of {db_path.name} "
+                                     f"{'is' if len(live) == 1 else 'are'} still running or paused, "
+                                     "with no console attached:", self))
+        grid = QtWidgets.QGridLayout()
+        self.rows: dict[str, tuple[QtWidgets.QLabel, QtWidgets.QPushButton, QtWidgets.QPushButton]] = {}
+        for i, run in enumerate(live[:LISTED_RUNS * 2]):
+            run_id = str(run["id"])
+            label = plain_label(f"{run.get('name') or run_id} ({run_id}) — {run.get('status')}", self)
+            attach, stop = QtWidgets.QPushButton("Attach", self), QtWidgets.QPushButton("Stop it", self)
+            attach.setToolTip("Open it in the Run tab: its curves, its controls")
+            stop.setToolTip("Ask its engine to stop (it checkpoints first; resume it later)")
+            attach.clicked.connect(functools.partial(self._attach, run_id))
+            stop.clicked.connect(functools.partial(self._stop, run_id))
+            for column, widget in enumerate((label, attach, stop)):
+                grid.addWidget(widget, i, column)
+            self.rows[run_id] = (label, attach, stop)
+        layout.addLayout(grid)
+        close = QtWidgets.QDialogButtonBox(QtWidgets.QDialogButtonBox.StandardButton.Close)
+        close.rejected.connect(self.close)
+        layout.addWidget(close)
+
+    def _attach(self, run_id: str) -> None:
+        self.attach_requested.emit(run_id)
+        self.close()       # the Run tab shows it now; the others stay as they are
+
+    def _stop(self, run_id: str) -> None:
+        label, attach, stop = self.rows[run_id]
+        stop.setEnabled(False)
+        attach.setEnabled(False)
+        label.setText(label.text() + ": asked to stop")
+        self.stop_requested.emit(run_id)

@@ -9,6 +9,7 @@ and what a group comparison's report is told to group by.
 """
 from __future__ import annotations
 
+import functools
 import json
 import math
 import operator
@@ -20,12 +21,14 @@ from typing import Any
 
 from rla_engine import metrics
 from rla_engine.spread import Spread, mean_std
-from rla_engine.summary import LARGE, SUMMARY_KEYS, figure
+from rla_engine.summary import LARGE, SUMMARY_KEYS, figure, settings
 from rla_engine.text import printable
 from rla_engine.vocabulary import LIVE
 
 FIELD, CONFIG, FINAL, BEST, RUN = "field", "config", "final", "best", "run"
 ARM_SEPARATOR = " · "      # `rla ablate` names a run "<arm> · seed <s>" (ablation.arms.PlannedRun.name)
+# what ends a run: runs that differ here are not repeats of one experiment, whatever else they share
+BUDGET_KEYS = ("run.env_step_budget", "run.iterations")
 MAX_INT = int(sys.float_info.max)     # an int beyond it has no float: float() raises OverflowError
 
 
@@ -163,22 +166,67 @@ class Group:
     def stats(self, column: Column) -> Spread:
         return mean_std(column.value(r) for r in self.members)
 
+    def mixes(self) -> list[str]:
+        """What its runs do not share though a mean over them assumes they do (see `mixed_scope`)."""
+        return mixed_scope(self.members)
 
-def group_label(column: Column, value: Any) -> str:
-    return f"{column.title} = {value_text(column, value) if not missing(value) else '(none)'}"
+
+def group_label(column: Column, value: Any, ablation: str | None = None) -> str:
+    label = f"{column.title} = {value_text(column, value) if not missing(value) else '(none)'}"
+    return f"{label}{ARM_SEPARATOR}ablation {printable(ablation)}" if ablation else label
+
+
+def _scoped(column: Column, row: Mapping[str, Any]) -> str | None:
+    """The ablation an arm is grouped within: the same arm of two ablations (a 100k-step tiny one
+    and a 500k quickstart one) is two groups, never one mean."""
+    if column.kind != RUN or column.key != "arm" or not row.get("group_id"):
+        return None
+    return str(row["group_id"])
 
 
 def group_rows(rows: Iterable[dict], column: Column, by_value: bool = True) -> list[Group]:
-    """Runs grouped by their value in `column`, in the order of that value (missing last), or of
-    their first run; each group keeps its runs in the order given."""
+    """Runs grouped by their value in `column` (an arm: by ablation and arm), in the order of that
+    value (missing last), or of their first run; each group keeps its runs in the order given."""
     groups: dict[str, Group] = {}
     for row in rows:
-        v = column.value(row)
-        key = group_key(v)
+        v, ablation = column.value(row), _scoped(column, row)
+        key = group_key(v) if ablation is None else group_key([ablation, v])
         if key not in groups:
-            groups[key] = Group(key, group_label(column, v), v)
+            groups[key] = Group(key, group_label(column, v, ablation), v)
         groups[key].members.append(row)
     return ordered(list(groups.values()), lambda g: g.value, descending=False) if by_value else list(groups.values())
+
+
+@functools.lru_cache(maxsize=4096)
+def _budget(config_json: str) -> tuple:
+    """A stored configuration's BUDGET_KEYS values (as JSON text); each run's is read once."""
+    try:
+        flat = settings(json.loads(config_json))
+    except (ValueError, TypeError, RecursionError):
+        return tuple("?" for _ in BUDGET_KEYS)
+    return tuple(json.dumps(flat.get(k), sort_keys=True, default=str) for k in BUDGET_KEYS)
+
+
+def mixed_scope(rows: Iterable[Mapping[str, Any]]) -> list[str]:
+    """What `rows` do not all share of their preset and budget (BUDGET_KEYS), each with the values
+    seen, e.g. ["preset: quickstart, tiny", "run.env_step_budget: 100000, 500000"]; [] when they
+    are repeats of one setup and a mean over them means something."""
+    rows = list(rows)
+    presets = sorted({printable(str(r.get("preset") or "(none)")) for r in rows})
+    budgets = [_budget(str(r.get("config_json") or "{}")) for r in rows]
+    mixed = [f"preset: {', '.join(presets)}"] if len(presets) > 1 else []
+    for i, key in enumerate(BUDGET_KEYS):
+        seen = sorted({b[i] for b in budgets}, key=lambda t: sort_key(_loaded(t)))
+        if len(seen) > 1:
+            mixed.append(f"{key}: {', '.join(printable(t) for t in seen)}")
+    return mixed
+
+
+def _loaded(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
 
 
 # -- reading the values -----------------------------------------------------------------------
@@ -261,8 +309,10 @@ def _float(text: str) -> float | None:
 
 def parse_filter(text: str, columns: Iterable[Column]) -> tuple[str, list[Condition]]:
     """The filter box's text: words that name a column with a comparison become conditions (all
-    must hold); the rest is searched for as before."""
-    titles = {c.title.casefold(): c for c in columns}
+    must hold); the rest is searched for as before. A column is named by its title (`arm=full`)
+    or by its id as Columns… lists it (`run:arm=full`, `config:policy.lam=0.5`)."""
+    columns = list(columns)
+    titles = {c.id.casefold(): c for c in columns} | {c.title.casefold(): c for c in columns}
     words, conditions = [], []
     for word in text.split():
         m = _CONDITION.match(word)

@@ -3,7 +3,6 @@ columns a person chooses (Columns…: configuration fields, metrics' final and b
 remembered per database, and the runs grouped by a column (a tree with each group's mean ± std)."""
 from __future__ import annotations
 
-import hashlib
 import json
 from pathlib import Path
 from typing import cast
@@ -12,18 +11,15 @@ from PySide6 import QtCore, QtGui, QtWidgets
 
 from ..guard import guarded
 from ..widgets.column_chooser import ColumnChooser, choices
+from ..model.database_settings import DatabaseSettings
 from ..model.run_columns import FIELD, FIXED, RUN, RUN_COLUMNS, Column, parse
 from .run_groups import GroupTree, GroupTreeModel
 from .runs_model import COLUMNS, Role, RunsFilter, RunsModel, duration_text
 
-__all__ = ["COLUMNS", "HistoryPanel", "RunsFilter", "RunsModel", "database_key", "duration_text"]
+__all__ = ["COLUMNS", "HistoryPanel", "RunsFilter", "RunsModel", "duration_text"]
 
 NOTES_SAVE_MS = 800      # notes and tags are saved this long after the last keystroke
-
-
-def database_key(path: Path) -> str:
-    """The settings group of one database's history columns: its resolved path, hashed."""
-    return "history/databases/" + hashlib.sha256(str(Path(path).resolve()).encode()).hexdigest()[:16]
+BUTTONS_PER_ROW = 2      # History's buttons in rows of two: its dock fits beside the run in an 800 px window
 
 
 class HistoryPanel(QtWidgets.QWidget):
@@ -68,9 +64,9 @@ class HistoryPanel(QtWidgets.QWidget):
         self.views.addWidget(self.tree)
         self.group_by: Column | None = None
         self.chosen: list[Column] = []
+        self._widths: dict[str, int] = {}       # column id -> the width it was given (kept across restarts)
         self.chooser: ColumnChooser | None = None
-        self._settings: QtCore.QSettings | None = None
-        self._db_key = ""
+        self._remembered: DatabaseSettings | None = None     # None while a database's choices are applied
         self.filter = QtWidgets.QLineEdit()
         self.filter.setPlaceholderText("Find run (Ctrl+F): name, notes, tags, status, id… or policy.lam=0.5")
         self.filter.setClearButtonEnabled(True)
@@ -78,6 +74,9 @@ class HistoryPanel(QtWidgets.QWidget):
         self.filter.textChanged.connect(lambda _: self._regroup())
         self.filter.textChanged.connect(self.search_changed)
         self.group_box = QtWidgets.QComboBox()
+        # as wide as a short title, not its longest one ("group by: best:eval/success_rate"): the dock stays narrow
+        self.group_box.setSizeAdjustPolicy(QtWidgets.QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
+        self.group_box.setMinimumContentsLength(10)
         self.group_box.setToolTip("Group the runs by a column: each group shows its count and the mean ± std "
                                   "of the metric columns; select groups and press Compare")
         self.group_box.currentIndexChanged.connect(lambda _: self.set_group_by(self.group_box.currentData()))
@@ -86,22 +85,20 @@ class HistoryPanel(QtWidgets.QWidget):
         self.columns_button.clicked.connect(self.choices_requested)
         self.show_archived = QtWidgets.QCheckBox("archived")
         self.show_archived.toggled.connect(self.show_archived_changed)
-        buttons = QtWidgets.QHBoxLayout()
         self.buttons = {}
         for label, signal in (("Open", self.open_requested), ("Clone config", self.clone_requested),
                               ("Resume", self.resume_requested), ("Delete…", self.delete_requested)):
             b = self.buttons[label] = QtWidgets.QPushButton(label)
             b.clicked.connect(lambda _=False, s=signal: self._emit(s))
-            buttons.addWidget(b)
         archive = self.buttons["Archive"] = QtWidgets.QPushButton("Archive / restore")
         archive.clicked.connect(self._archive)
-        buttons.addWidget(archive)
         compare = self.buttons["Compare"] = QtWidgets.QPushButton("Compare")
         compare.setToolTip("Overlay the selected runs (select two or more), or the selected run's group; "
                            "selected groups of the grouped view as mean curves with a band")
         compare.clicked.connect(self._compare)
-        buttons.addWidget(compare)
-        buttons.addStretch(1)
+        buttons = QtWidgets.QGridLayout()
+        for i, b in enumerate(self.buttons.values()):
+            buttons.addWidget(b, i // BUTTONS_PER_ROW, i % BUTTONS_PER_ROW)
         self.notes = QtWidgets.QPlainTextEdit()
         self.notes.setPlaceholderText("Notes on the selected run")
         self.notes.setMaximumHeight(70)
@@ -119,14 +116,16 @@ class HistoryPanel(QtWidgets.QWidget):
         notes_row = QtWidgets.QHBoxLayout()
         notes_row.addWidget(self.tags, 1)
         notes_row.addWidget(self.save_notes)
-        top = QtWidgets.QHBoxLayout()
-        top.addWidget(self.filter, 1)
-        top.addWidget(self.group_box)
-        top.addWidget(self.columns_button)
-        top.addWidget(self.show_archived)
+        search_row = QtWidgets.QHBoxLayout()     # two short rows, not one long one: a narrow dock holds them
+        search_row.addWidget(self.filter, 1)
+        search_row.addWidget(self.show_archived)
+        view_row = QtWidgets.QHBoxLayout()
+        view_row.addWidget(self.group_box, 1)
+        view_row.addWidget(self.columns_button)
         layout = QtWidgets.QVBoxLayout(self)
         layout.setContentsMargins(2, 2, 2, 2)
-        layout.addLayout(top)
+        layout.addLayout(search_row)
+        layout.addLayout(view_row)
         layout.addWidget(self.views, 1)
         layout.addLayout(buttons)
         layout.addWidget(self.notes)
@@ -192,16 +191,13 @@ class HistoryPanel(QtWidgets.QWidget):
     # -- chosen columns and grouping, remembered per database --------------------------------------
     def use_database(self, settings: QtCore.QSettings, path: Path) -> None:
         """The columns and grouping chosen last time for this database (none at first)."""
-        self._settings, self._db_key = None, database_key(path)
+        self._remembered = None
         self._written.clear()
         self._load_notes(None)      # the old database's run (its notes were saved as it was left)
-        try:
-            ids = json.loads(str(settings.value(f"{self._db_key}/columns", "[]")))
-        except ValueError:      # a hand-edited settings file: the fixed columns only
-            ids = []
-        self.set_columns([i for i in ids if isinstance(i, str)] if isinstance(ids, list) else [])
-        self.set_group_by(str(settings.value(f"{self._db_key}/group_by", "")) or None)
-        self._settings = settings
+        remembered = DatabaseSettings(settings, path)
+        self.set_columns(remembered.columns())
+        self.set_group_by(remembered.group_by())
+        self._remembered = remembered
 
     def show_chooser(self, config_fields: list[str], metric_names: list[str]) -> ColumnChooser:
         """Columns…: the database's fields and keys arrived; the chosen ones replace the shown ones."""
@@ -215,6 +211,7 @@ class HistoryPanel(QtWidgets.QWidget):
     def set_columns(self, column_ids: list[str]) -> None:
         chosen = [c for c in map(parse, dict.fromkeys(column_ids)) if c is not None and c.kind != FIELD]
         header = self.table.horizontalHeader()
+        self._keep_widths()       # the model's reset below gives every section the default width
         section, order = header.sortIndicatorSection(), header.sortIndicatorOrder()
         self.chosen = chosen
         self.model.set_columns([*FIXED, *chosen])
@@ -226,8 +223,10 @@ class HistoryPanel(QtWidgets.QWidget):
         width = self.table.fontMetrics()
         for i, column in enumerate(chosen, start=len(FIXED)):     # a header reads whole
             header.resizeSection(i, max(header.defaultSectionSize(), width.horizontalAdvance(column.title) + 28))
+        self._apply_widths()
         self._fill_group_box()
-        self._remember("columns", json.dumps([c.id for c in chosen]))
+        if self._remembered is not None:
+            self._remembered.set_columns([c.id for c in chosen])
         self.columns_changed.emit([c.id for c in chosen])
 
     def _fill_group_box(self) -> None:
@@ -253,7 +252,8 @@ class HistoryPanel(QtWidgets.QWidget):
         self.group_box.blockSignals(True)
         self.group_box.setCurrentIndex(max(self.group_box.findData(column.id if column else None), 0))
         self.group_box.blockSignals(False)
-        self._remember("group_by", column.id if column else "")
+        if self._remembered is not None:
+            self._remembered.set_group_by(column.id if column else None)
         if column is None:
             self.views.setCurrentWidget(self.table)
             if changed:
@@ -299,10 +299,6 @@ class HistoryPanel(QtWidgets.QWidget):
         if group is not None:
             (self._collapsed.discard if is_open else self._collapsed.add)(group.key)
 
-    def _remember(self, name: str, value: str) -> None:
-        if self._settings is not None:
-            self._settings.setValue(f"{self._db_key}/{name}", value)
-
     @guarded()
     def _regroup(self) -> None:
         """Rebuild the tree from the current rows, filter and sort, keeping what was collapsed and
@@ -335,8 +331,21 @@ class HistoryPanel(QtWidgets.QWidget):
         return [g for i in self.tree.selectionModel().selectedRows() if (g := self.groups.group_of(i))]
 
     # -- view state --------------------------------------------------------------------------------
+    def _keep_widths(self) -> None:
+        header = self.table.horizontalHeader()
+        for i, column in enumerate(self.model.columns[:header.count()]):
+            self._widths[column.id] = header.sectionSize(i)
+
+    def _apply_widths(self) -> None:
+        header = self.table.horizontalHeader()
+        for i, column in enumerate(self.model.columns[:header.count()]):
+            if self._widths.get(column.id, 0) > 0:
+                header.resizeSection(i, self._widths[column.id])
+
     def save_state(self, settings: QtCore.QSettings) -> None:
         header = self.table.horizontalHeader()
+        self._keep_widths()
+        settings.setValue("history/widths", json.dumps(self._widths))
         settings.setValue("history/sort_column", header.sortIndicatorSection())
         settings.setValue("history/sort_descending", header.sortIndicatorOrder() == QtCore.Qt.SortOrder.DescendingOrder)
         settings.setValue("history/show_archived", self.show_archived.isChecked())
@@ -349,6 +358,14 @@ class HistoryPanel(QtWidgets.QWidget):
             order = QtCore.Qt.SortOrder.DescendingOrder if descending else QtCore.Qt.SortOrder.AscendingOrder
             self.table.sortByColumn(column, order)
         self.show_archived.setChecked(cast(bool, settings.value("history/show_archived", False, type=bool)))
+        try:
+            widths = json.loads(str(settings.value("history/widths", "{}")))
+        except ValueError:      # a hand-edited settings file: the widths as they are
+            widths = {}
+        if isinstance(widths, dict):
+            self._widths.update({k: v for k, v in widths.items()
+                                 if isinstance(k, str) and type(v) is int and 0 < v < 10_000})
+            self._apply_widths()
 
     def focus_search(self) -> None:
         self.filter.setFocus()

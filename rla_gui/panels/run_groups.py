@@ -9,28 +9,31 @@ from typing import Any
 from PySide6 import QtCore, QtGui, QtWidgets
 
 from rla_engine.spread import Spread
-from rla_engine.text import counted
+from rla_engine.text import as_html, counted
 
 from ..guard import guarded, resetting
 from ..model.run_columns import Column, Group, group_rows, mean_std_text, missing, ordered
-from .runs_model import cell, fill_roles
+from .runs_model import ColumnHeaders, cell, fill_roles
 
 Role = QtCore.Qt.ItemDataRole
 TOP = 0          # internal id of a group's index; a run's is its group's row + 1
 # the roles a row answers (a view asks a dozen per cell and paint; each question is a call into Python)
 ROLES = frozenset({Role.DisplayRole, Role.UserRole, Role.ToolTipRole, Role.ForegroundRole, Role.TextAlignmentRole,
-                   Role.FontRole})
+                   Role.FontRole, Role.DecorationRole})
 STATS_TIP = "mean ± sample standard deviation over the group's runs"
+MIXED_MARK = "⚠ mixes "       # a group's row, when its runs are not repeats of one setup
+MIXED_COLOUR = "#b35900"
 NOWHERE = QtCore.QModelIndex()
 
 
-class GroupTreeModel(QtCore.QAbstractItemModel):
+class GroupTreeModel(ColumnHeaders, QtCore.QAbstractItemModel):
     def __init__(self, parent=None):
         super().__init__(parent)
         self.columns: list[Column] = []
         self.groups: list[Group] = []
         self.by: Column | None = None
         self._stats: list[dict[int, Spread] | None] = []
+        self._mixes: list[list[str] | None] = []
 
     @guarded()
     def rebuild(self, rows: list[dict], columns: list[Column], by: Column, sort: int, descending: bool) -> None:
@@ -41,6 +44,7 @@ class GroupTreeModel(QtCore.QAbstractItemModel):
         with resetting(self):
             self.columns, self.by, self.groups = columns, by, groups
             self._stats = [None] * len(groups)
+            self._mixes = [None] * len(groups)
 
     def _grouped(self, rows: list[dict], columns: list[Column], by: Column, sort: int, descending: bool) -> list[Group]:
         groups = group_rows(rows, by)
@@ -88,16 +92,6 @@ class GroupTreeModel(QtCore.QAbstractItemModel):
             return len(self.groups[parent.row()].members)
         return 0
 
-    @guarded(0)
-    def columnCount(self, parent=QtCore.QModelIndex()) -> int:
-        return len(self.columns)
-
-    @guarded()
-    def headerData(self, section, orientation, role=Role.DisplayRole):
-        if role == Role.DisplayRole and orientation == QtCore.Qt.Orientation.Horizontal \
-                and 0 <= section < len(self.columns):
-            return self.columns[section].title
-        return None
 
     def group_of(self, index: QtCore.QModelIndex) -> Group | None:
         """The group a parent row shows (None for a run's row)."""
@@ -115,19 +109,42 @@ class GroupTreeModel(QtCore.QAbstractItemModel):
         of = index.internalId()
         if of != TOP:
             return cell(self.groups[of - 1].members[index.row()], self.columns[index.column()], role)
-        group = self.groups[index.row()]
+        if index.column() == 0:
+            return self._group_cell(index.row(), role)
         if role == Role.DisplayRole:
-            if index.column() == 0:
-                return f"{group.label}   ({counted(len(group.members), 'run')})"
             spread = self.stats(index.row()).get(index.column())
             return "" if spread is None else mean_std_text(spread)
         if role == Role.FontRole:
-            font = QtGui.QFont()
-            font.setBold(True)
-            return font
+            return _bold()
         if role == Role.ToolTipRole and (spread := self.stats(index.row()).get(index.column())) is not None:
             return spread.problem or STATS_TIP      # plain words, no markup: never taken for rich text
         return None
+
+    def _group_cell(self, row: int, role: int):
+        """A group's first cell: its label and count, and a warning when its runs differ in preset
+        or budget (the tooltip says what differs): their mean is no repeat's mean."""
+        group, mixes = self.groups[row], self.mixes(row)
+        if role == Role.DisplayRole:
+            text = f"{group.label}   ({counted(len(group.members), 'run')})"
+            return f"{text}   {MIXED_MARK}{', '.join(m.split(':')[0] for m in mixes)}" if mixes else text
+        if role == Role.FontRole:
+            return _bold()
+        if not mixes:
+            return None
+        if role == Role.ToolTipRole:      # presets come from data: shown verbatim, never as markup
+            return as_html("Its runs are not repeats of one setup; their mean mixes\n" + "\n".join(mixes))
+        if role == Role.ForegroundRole:
+            return QtGui.QBrush(QtGui.QColor(MIXED_COLOUR))
+        if role == Role.DecorationRole:
+            return QtWidgets.QApplication.style().standardIcon(QtWidgets.QStyle.StandardPixmap.SP_MessageBoxWarning)
+        return None
+
+    def mixes(self, row: int) -> list[str]:
+        """What the group's runs differ in of preset and budget, read when first shown."""
+        mixes = self._mixes[row]
+        if mixes is None:
+            mixes = self._mixes[row] = self.groups[row].mixes()
+        return mixes
 
     @guarded()
     def multiData(self, index, roles) -> None:
@@ -163,6 +180,12 @@ class GroupTreeModel(QtCore.QAbstractItemModel):
                 if r["id"] == run_id:
                     return self.index(ri, 0, self.index(gi, 0))
         return QtCore.QModelIndex()
+
+
+def _bold() -> QtGui.QFont:
+    font = QtGui.QFont()
+    font.setBold(True)
+    return font
 
 
 class GroupTree(QtWidgets.QTreeView):

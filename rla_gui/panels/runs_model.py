@@ -7,11 +7,12 @@ from typing import cast
 
 from PySide6 import QtCore, QtGui
 
-from rla_engine.summary import LARGE, figure, local_time
+from rla_engine.summary import BEST, FINAL, LARGE, figure, local_time
 from rla_engine.text import as_html, shown
 from rla_engine.vocabulary import DAMAGED, Status
 
 from ..guard import guarded, resetting
+from ..model import run_columns
 from ..model.run_columns import (FIELD, FIXED, Column, Condition, missing, number, ordered, parse_filter,
                                  value_text)
 
@@ -23,6 +24,20 @@ RIGHT = QtCore.Qt.AlignmentFlag.AlignRight | QtCore.Qt.AlignmentFlag.AlignVCente
 # the roles a cell answers: a view asks a dozen per cell and paint, and each question is a call into Python
 ROLES = frozenset({Role.DisplayRole, Role.UserRole, Role.ToolTipRole, Role.ForegroundRole, Role.TextAlignmentRole})
 INT64 = 2 ** 63         # a Python int from here on does not fit the 64-bit integer a Qt variant holds
+ARCHIVED_MARK = " (archived)"      # the status cell of a run shown with "archived" checked
+ARCHIVED_COLOUR = "#8c8c8c"        # an archived run's row, greyed
+# what a chosen metric column's figure is: the one definition every table shows (summary.Reduction)
+REDUCTIONS = {run_columns.FINAL: FINAL, run_columns.BEST: BEST}
+
+
+def column_tip(column: Column) -> str | None:
+    """A header's tooltip: what "final" or "best" means, as the comparison and the reports say it."""
+    reduction = REDUCTIONS.get(column.kind)
+    return f"{reduction.name}: {reduction.definition}" if reduction else None
+
+
+def archived(row: dict) -> bool:
+    return row.get("archived") == 1
 
 
 def duration_text(seconds: float | None) -> str:
@@ -53,14 +68,29 @@ def cell(row: dict, column: Column, role: int):
         tip = "\n".join(filter(None, [_damage_text(row), row.get("error"), row.get("notes")]))
         return as_html(tip) if tip else None
     field = column.key if column.kind == FIELD else None
-    if role == Role.ForegroundRole and field == "status" and value in STATUS_COLOURS:
-        return QtGui.QBrush(QtGui.QColor(STATUS_COLOURS[value]))
+    if role == Role.ForegroundRole:
+        return _colour(row, field, value)
     if role == Role.TextAlignmentRole and column.kind != FIELD and number(value) is not None:
         return RIGHT
     if role != Role.DisplayRole:
         return None
     if field is None:
         return value_text(column, value)
+    if field == "status" and archived(row):      # shown with "archived" checked: said so, beside its state
+        return shown(row, field) + ARCHIVED_MARK
+    return _field_text(row, field, value)
+
+
+def _colour(row: dict, field: str | None, value) -> QtGui.QBrush | None:
+    """An archived run's row greyed; a status in its colour."""
+    if archived(row):
+        return QtGui.QBrush(QtGui.QColor(ARCHIVED_COLOUR))
+    if field == "status" and value in STATUS_COLOURS:
+        return QtGui.QBrush(QtGui.QColor(STATUS_COLOURS[value]))
+    return None
+
+
+def _field_text(row: dict, field: str, value) -> str:
     if field in (row.get("damaged") or {}):     # a hand-edited row (see rla_engine/store/reads.py)
         return shown(row, field)
     if field == "started_at":
@@ -95,7 +125,25 @@ def fill_roles(roles, row: dict, column: Column) -> None:
             wanted.setData(int(value) if role == Role.TextAlignmentRole else value)
 
 
-class RunsModel(QtCore.QAbstractTableModel):
+class ColumnHeaders:
+    """The columns and headers of History's flat table and grouped tree (the same for both): each
+    column's title, and its definition as the tooltip."""
+    columns: list[Column]
+
+    @guarded(0)
+    def columnCount(self, parent=QtCore.QModelIndex()) -> int:
+        return len(self.columns)
+
+    @guarded()
+    def headerData(self, section, orientation, role=Role.DisplayRole):
+        if orientation != QtCore.Qt.Orientation.Horizontal or not 0 <= section < len(self.columns):
+            return None
+        if role == Role.DisplayRole:
+            return self.columns[section].title
+        return column_tip(self.columns[section]) if role == Role.ToolTipRole else None
+
+
+class RunsModel(ColumnHeaders, QtCore.QAbstractTableModel):
     """The runs in the order of the sorted column. It sorts itself (`ordered`: one key per row,
     Python's sort), not through the proxy, which would call back into Python for every comparison."""
 
@@ -154,17 +202,6 @@ class RunsModel(QtCore.QAbstractTableModel):
     @guarded(0)
     def rowCount(self, parent=QtCore.QModelIndex()) -> int:
         return 0 if parent.isValid() else len(self.rows)
-
-    @guarded(0)
-    def columnCount(self, parent=QtCore.QModelIndex()) -> int:
-        return len(self.columns)
-
-    @guarded()
-    def headerData(self, section, orientation, role=Role.DisplayRole):
-        if role == Role.DisplayRole and orientation == QtCore.Qt.Orientation.Horizontal \
-                and 0 <= section < len(self.columns):
-            return self.columns[section].title
-        return None
 
     @guarded()
     def data(self, index, role=Role.DisplayRole):

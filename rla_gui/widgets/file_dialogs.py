@@ -33,7 +33,7 @@ from PySide6 import QtCore, QtGui, QtWidgets
 
 from rla_engine.export.files import OutputError, refuse_protected
 
-from .plain_text import message_box
+from .plain_text import message_box, plain_label
 
 IconType = QtGui.QAbstractFileIconProvider.IconType
 
@@ -111,14 +111,27 @@ def _run(dialog: QtWidgets.QFileDialog) -> tuple[str, str]:
 
 
 def save_file_name(parent: QtWidgets.QWidget | None = None, caption: str = "", directory: str = "",
-                   filter: str = "", selected_filter: str = "") -> tuple[str, str]:
-    """(path, the chosen filter), or ("", "") when cancelled; asks before overwriting."""
+                   filter: str = "", selected_filter: str = "", note: str = "") -> tuple[str, str]:
+    """(path, the chosen filter), or ("", "") when cancelled; asks before overwriting. `note`, when
+    given, is shown as plain text under the dialog's controls (what it will write)."""
     dialog = _dialog(parent, caption, directory, filter, QtWidgets.QFileDialog.FileMode.AnyFile)
     dialog.setAcceptMode(QtWidgets.QFileDialog.AcceptMode.AcceptSave)
     if selected_filter:
         dialog.selectNameFilter(selected_filter)
         dialog.selectFile(Path(directory).name)      # choosing a filter may have rewritten the name
+    if note:
+        _add_note(dialog, note)
     return _run(dialog)
+
+
+def _add_note(dialog: QtWidgets.QFileDialog, note: str) -> None:
+    layout = dialog.layout()
+    if not isinstance(layout, QtWidgets.QGridLayout):     # a platform's native dialog: nowhere to put it
+        return
+    label = plain_label(note, dialog)
+    label.setObjectName("exportScope")
+    label.setTextInteractionFlags(QtCore.Qt.TextInteractionFlag.TextSelectableByMouse)
+    layout.addWidget(label, layout.rowCount(), 0, 1, layout.columnCount())
 
 
 def open_file_name(parent: QtWidgets.QWidget | None = None, caption: str = "", directory: str = "",
