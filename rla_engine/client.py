@@ -219,6 +219,10 @@ class EngineClient:
         """A run's metrics as numpy columns by key (see Store.columns_since)."""
         return await self._db(Store.columns_since, run_id, after_iteration)
 
+    async def events_at(self, run_id: str, iteration: int, kinds: list[str] | None = None) -> list[EventRow]:
+        """The run's events of one iteration (only these kinds): one iteration looked back at."""
+        return await self._db(Store.events_at, run_id, iteration, kinds)
+
     async def tasks(self, run_id: str, statuses: list[str] | None = None) -> list[TaskRow]:
         return await self._db(Store.tasks, run_id, statuses)
 

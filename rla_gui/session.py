@@ -16,7 +16,7 @@ from PySide6 import QtCore
 
 from rla_engine.client import EngineClient, EngineError
 from rla_engine.store import StoreError, open_store
-from rla_engine.vocabulary import LIVE, RunRow, TaskStatus
+from rla_engine.vocabulary import LIVE, EventRow, RunRow, TaskStatus
 
 from .model.run_data import RunData
 
@@ -127,6 +127,10 @@ class RunSession(QtCore.QObject):
             await asyncio.sleep(POOL_EVERY_S)
 
     # -- engine processes this console started -------------------------------------------------
+    async def events_at(self, run_id: str, iteration: int, kinds: list[str]) -> list[EventRow]:
+        """A run's events of one earlier iteration (a panel looking back, e.g. Samples)."""
+        return await self.client.events_at(run_id, iteration, kinds)
+
     def track(self, run_id: str) -> None:
         """Await the engine's exit; a failure is reported with its log's tail, never swallowed."""
         async def waiter():

@@ -334,7 +334,18 @@ class ReadsMixin(StoreBase):
         sql = "SELECT * FROM events WHERE run_id = ? AND id > ?"
         args: list[Any] = [run_id, after_id]
         sql, args = _where_in(sql, args, "kind", kinds)
-        rows = list(self.db.query(sql + " ORDER BY id", args))
+        return self._event_rows(sql + " ORDER BY id", args)
+
+    def events_at(self, run_id: str, iteration: int, kinds: Iterable[str] | None = None) -> list[EventRow]:
+        """The run's events of one iteration (only these kinds), in order: what a reader looking
+        back at one iteration needs, without reading the run's other payloads."""
+        sql = "SELECT * FROM events WHERE run_id = ? AND iteration = ?"
+        sql, args = _where_in(sql, [run_id, iteration], "kind", kinds)
+        return self._event_rows(sql + " ORDER BY id", args)
+
+    def _event_rows(self, sql: str, args: list[Any]) -> list[EventRow]:
+        """Event rows with their payloads read (a damaged one shown as damaged)."""
+        rows = list(self.db.query(sql, args))
         for r in rows:
             text = r.pop("payload_json")
             if isinstance(text, bytes):

@@ -1,17 +1,18 @@
 """Episode viewer: one recent trajectory of the run, drawn with its step verdicts (DESIGN §6).
 
 The engine stores one "episode" event per iteration (trainer `_episode`); this widget paints
-its payload. Each family has a painter in `PAINTERS`, so a new family plugs in by adding one
-function, never by editing the widget. Painters get the payload and the drawing rectangle and
-may raise on a malformed payload: the widget then says so instead of dying in paintEvent.
+its payload. Each family has a painter in `PAINTERS` and the words for its colours in `LEGENDS`,
+so a new family plugs in by adding one function and one legend, never by editing the widget.
+Painters get the payload and the drawing rectangle and may raise on a malformed payload: the
+widget then says so instead of dying in paintEvent.
 """
 from __future__ import annotations
 
 from collections.abc import Callable
 
-from PySide6.QtCore import QPointF, QRectF, Qt
+from PySide6.QtCore import QPointF, QRect, QRectF, Qt
 from PySide6.QtGui import QColor, QFont, QPainter, QPalette, QPen
-from PySide6.QtWidgets import QSizePolicy, QWidget
+from PySide6.QtWidgets import QLabel, QSizePolicy, QVBoxLayout, QWidget
 
 from rla_engine.vocabulary import EventKind
 
@@ -233,6 +234,32 @@ PAINTERS: dict[str, Painter] = {"gridworld": paint_gridworld, "keyrooms": paint_
                                 "arithmetic": paint_arithmetic}
 
 
+def swatch(color: QColor, words: str) -> str:
+    """One legend entry, its mark in the colour the picture uses; never broken across lines."""
+    return f"<span style='color:{color.name()}'>■</span>&nbsp;{words.replace(' ', '&nbsp;')}"
+
+
+def _legend(*entries: tuple[QColor, str]) -> str:
+    return " · ".join(swatch(color, words) for color, words in entries)
+
+
+# A step's colour is the mean of its verdicts (verdict_color): the two ends and grey name them all.
+VERDICT_ENTRIES = ((GOOD_COLOR, "judged right (all +1)"), (verdict_color([1, -1]), "split (a blend)"),
+                   (BAD_COLOR, "judged wrong (all −1)"), (UNREADABLE_COLOR, "no readable verdict"))
+GRID_LEGEND = _legend((WALL_COLOR, "wall"), (FREE_COLOR, "free"), (START_COLOR, "start"), (GOAL_COLOR, "goal")) \
+    + "<br>path, a step per segment: " + _legend(*VERDICT_ENTRIES) + " · a bar across: bumped into a wall"
+LEGENDS: dict[str, str] = {
+    "gridworld": GRID_LEGEND,
+    "keyrooms": GRID_LEGEND + " · " + _legend((DOOR_COLOR, "locked door"), (KEY_COLOR, "its key")),
+    "arithmetic": "chips, one per judge sample: " + _legend(*VERDICT_ENTRIES)
+                  + "<br>✓ / ✗ the oracle's label of the step (the judge never sees it) · (n), faint: the digit a "
+                    "right step would have written",
+}
+LEGEND_TIP = ("<p>Each step is judged m times (judge.m); a path segment's colour is the mean of its readable "
+              "verdicts, from red (all −1) through the blends between to green (all +1). A verdict of 0 (no "
+              "readable answer) is left out of the mean; a step with none readable is grey.</p>")
+
+
 class EpisodeViewPanel(QWidget):
     """Paints the last episode payload given to `show_episode` (with a session: the newest
     episode event of the open run), scaled to the widget."""
@@ -244,6 +271,17 @@ class EpisodeViewPanel(QWidget):
         self.setMinimumSize(160, 120)
         self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Expanding)
         self.setAutoFillBackground(False)
+        self.legend = QLabel(self)
+        self.legend.setObjectName("episode_legend")
+        self.legend.setTextFormat(Qt.TextFormat.RichText)      # our own words only, marks coloured as drawn
+        self.legend.setWordWrap(True)
+        self.legend.setContentsMargins(6, 2, 6, 4)
+        self.legend.setToolTip(LEGEND_TIP)
+        self.legend.hide()
+        column = QVBoxLayout(self)
+        column.setContentsMargins(0, 0, 0, 0)
+        column.addStretch(1)                # the picture is painted above the legend
+        column.addWidget(self.legend)
         if session is not None:
             session.cleared.connect(self._cleared)
             session.events_added.connect(self.show_newest_episode)
@@ -269,6 +307,9 @@ class EpisodeViewPanel(QWidget):
 
     def show_episode(self, payload: dict | None) -> None:
         self._payload = payload if isinstance(payload, dict) else None
+        legend = LEGENDS.get(str(self._payload.get("family"))) if self._payload else None
+        self.legend.setText(legend or "")
+        self.legend.setVisible(legend is not None)
         try:
             set_tooltip(self, caption(self._payload) if self._payload else "")    # the payload's text as written
         except (AttributeError, TypeError, ValueError):
@@ -280,7 +321,7 @@ class EpisodeViewPanel(QWidget):
         try:
             p.setRenderHint(QPainter.RenderHint.Antialiasing)
             pal = self.palette()
-            rect = QRectF(self.rect()).adjusted(6, 6, -6, -6)
+            rect = QRectF(self.picture_area()).adjusted(6, 6, -6, -6)
             p.fillRect(self.rect(), pal.color(QPalette.ColorRole.Base))
             painter = PAINTERS.get(str(self._payload.get("family"))) if self._payload else None
             if painter is None or self._payload is None:
@@ -294,6 +335,14 @@ class EpisodeViewPanel(QWidget):
                 self._empty_state(p, rect, "episode could not be drawn")
         finally:
             p.end()
+
+    def picture_area(self) -> QRect:
+        """Where the episode is drawn: the whole widget but the legend under it."""
+        area = self.rect()
+        if self.legend.isVisibleTo(self):
+            # the height the layout gives it (a wrapped label's, at this width), known before a first layout
+            area.setBottom(self.height() - self.legend.heightForWidth(self.width()) - 1)
+        return area
 
     def _empty_state(self, p: QPainter, rect: QRectF, text: str) -> None:
         p.setPen(self.palette().color(QPalette.ColorRole.PlaceholderText))

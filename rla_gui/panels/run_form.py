@@ -19,6 +19,7 @@ from rla_engine.ablation.arms import AblationSpec
 from rla_engine.config import (Config, ConfigError, family_kind, load_file, merge, preset_data, preset_description,
                                preset_names)
 from rla_engine.config import validate as validate_config
+from rla_engine.text import printable
 
 from ..widgets import file_dialogs
 from ..widgets.ablation_dialog import AblationDialog, steps_per_second
@@ -28,12 +29,13 @@ DEFAULTS_LABEL = "(defaults)"
 TOML_FILTER = "TOML files (*.toml);;All files (*)"
 ERROR_STYLE = "color: #d32f2f;"
 NAME_TIP = ("<p>Leave empty for the automatic name, which follows the preset. A name you type stays while "
-            "you change presets; cloning a run or loading a file clears it, since it named another run.</p>")
+            "you change presets; cloning a run or loading a file clears it, since it named another run, and so "
+            "does starting the run it names.</p>")
 
 
 class _Courier(QObject):
     """Carries a file read on another thread back to the GUI thread; owned by its panel."""
-    arrived = Signal(object, str)        # a loaded TOML file's dict or None, the error
+    arrived = Signal(str, object, str)        # the file's path, its dict or None, the error
 
 
 def _read_config(path: str, arrived: SignalInstance) -> None:
@@ -45,7 +47,17 @@ def _read_config(path: str, arrived: SignalInstance) -> None:
     except Exception as e:      # whatever it is, it is shown and the button comes back
         data, error = None, f"cannot load {path}: {e}"
     with contextlib.suppress(RuntimeError):     # the panel was closed while the file was read
-        arrived.emit(data, error)
+        arrived.emit(path, data, error)
+
+
+def _merged(config_dict: object) -> tuple[Config | None, str]:
+    """A nested dict (a past run's config, a TOML file) merged over the defaults, or why not."""
+    if not isinstance(config_dict, dict):
+        return None, f"invalid config: expected a table of sections, got {type(config_dict).__name__}"
+    try:
+        return merge(Config(), config_dict), ""
+    except ConfigError as e:
+        return None, str(e)
 
 
 class RunFormPanel(QWidget):
@@ -84,6 +96,12 @@ class RunFormPanel(QWidget):
         # and Ctrl+Return too: all only while the form is in front (set_in_front).
         self._in_front = True           # a panel on its own is; the main window says when its dock is not
         self._launch: asyncio.Future | None = None      # the launch of the run Start asked for, until it ends
+        self._launched_name = ""        # the typed name that launch was asked with
+        # The line under the form says two things, each as it is now: why the form cannot start
+        # (its own validation, redone on every change) and why the last action failed (a file that
+        # did not load or save), which the next change or action replaces.
+        self._form_error = ""
+        self._action_error = ""
         self.start_button.setDefault(True)
         self._layout()
 
@@ -127,11 +145,25 @@ class RunFormPanel(QWidget):
         return self.preset_combo.currentData() or ""
 
     def _show_error(self, message: str) -> None:
-        self.error_label.setText(message)
+        """An action failed: said under the form until the next change or action."""
+        self._action_error = message
+        self._show_errors()
+
+    def _action_done(self) -> None:
+        # an action went through: an older action's failure is no longer the state of things
+        self._action_error = ""
+        self._show_errors()
+
+    def _show_errors(self) -> None:
+        # (a Start refused by the form's own error says it once)
+        lines = [self._action_error] + ([self._form_error] if self._form_error != self._action_error else [])
+        self.error_label.setText("\n".join(m for m in lines if m))
 
     def _revalidate(self) -> None:
         error = self.form.validate()
-        self._show_error("" if error is None else str(error))
+        self._form_error = "" if error is None else str(error)
+        self._action_error = ""         # the form changed (or a launch ended): a failure before it is old news
+        self._show_errors()
         # Saving is held back too: a saved invalid file would be refused by `rla run --config`.
         for button in (self.start_button, self.save_button, self.ablation_button):
             button.setEnabled(error is None)
@@ -161,7 +193,15 @@ class RunFormPanel(QWidget):
             return
         self._launch = None
         with contextlib.suppress(RuntimeError):     # the window was closed while the engine started
+            if not launch.cancelled() and launch.exception() is None:
+                self._forget_launched_name()
             self._revalidate()
+
+    def _forget_launched_name(self) -> None:
+        # The name labels the run just started: left in the field it would label the next Start
+        # too. A name typed since (for that next run) stays; a failed launch keeps it for a retry.
+        if self.name_edit.text().strip() == self._launched_name:
+            self.name_edit.clear()
 
     def automatic_name(self) -> str:
         """What the engine names a run started with an empty name (client.start): the preset, or
@@ -211,19 +251,18 @@ class RunFormPanel(QWidget):
     def load_config(self, config_dict: dict, preset: str = "") -> bool:
         """Fill the form from a nested dict (a past run's config, a TOML file) merged over the
         defaults. On an unknown key or bad value the form is left as it was, the error shown."""
-        if not isinstance(config_dict, dict):
-            self._show_error(f"invalid config: expected a table of sections, got {type(config_dict).__name__}")
+        cfg, error = _merged(config_dict)
+        if cfg is None:
+            self._show_error(error)
             return False
-        try:
-            cfg = merge(Config(), config_dict)
-        except ConfigError as e:
-            self._show_error(str(e))
-            return False
+        self._fill(cfg, preset)
+        return True
+
+    def _fill(self, cfg: Config, preset: str) -> None:
         # A preset that no longer exists falls back to "(defaults)"; the values are all loaded.
         self._select_preset_quietly(preset)
         self._forget_typed_name()
         self.form.set_config(cfg)
-        return True
 
     def _start_by_key(self) -> None:
         # a key reaches the form only through its focus; a form out of sight is not where it was meant
@@ -236,7 +275,9 @@ class RunFormPanel(QWidget):
         cfg = self._valid_config()
         if cfg is None:
             return
-        self.start_requested.emit(cfg, self.preset(), self.name_edit.text().strip())
+        self._launched_name = self.name_edit.text().strip()
+        self._action_done()
+        self.start_requested.emit(cfg, self.preset(), self._launched_name)
 
     def _valid_config(self) -> Config | None:
         """The form's config, validated; None (and the error shown) when it is not valid."""
@@ -258,6 +299,7 @@ class RunFormPanel(QWidget):
             return
         spec = self.ask_ablation()
         if spec is not None:
+            self._action_done()
             self.ablation_requested.emit(cfg, self.preset(), spec)
 
     def _save_file(self) -> None:
@@ -274,6 +316,8 @@ class RunFormPanel(QWidget):
             target.write_text(cfg.to_toml(), encoding="utf-8")
         except OSError as e:
             self._show_error(f"cannot save {target}: {e.strerror or e}")
+            return
+        self._action_done()
 
     def _load_file(self) -> None:
         path, _ = file_dialogs.open_file_name(self, "Load configuration", "", TOML_FILTER)
@@ -285,9 +329,11 @@ class RunFormPanel(QWidget):
         threading.Thread(target=_read_config, args=(path, self._courier.arrived), name="rla-load-toml",
                          daemon=True).start()
 
-    def _file_arrived(self, data: dict | None, error: str) -> None:
+    def _file_arrived(self, path: str, data: dict | None, error: str) -> None:
         self.load_button.setEnabled(True)
-        if data is None:
-            self._show_error(error)
+        cfg, error = _merged(data) if data is not None else (None, error)
+        if cfg is None:
+            # which file, and that the form still holds what it held: the file was refused, not the form
+            self._show_error(f"{printable(Path(path).name)} not loaded, the form is unchanged: {error}")
         else:
-            self.load_config(data, "")
+            self._fill(cfg, "")

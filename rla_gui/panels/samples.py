@@ -2,23 +2,31 @@
 
 The engine records one "samples" event per iteration (vocabulary.SamplesPayload): a few
 trajectories as text with each step's m verdicts and the judge's reasoning, and the environment
-model's variants of this iteration. This panel shows the newest one. Everything in it is model
+model's variants of this iteration. This panel follows the newest one; a person can step back to an
+earlier iteration, whose samples are read from the database then (only the newest is kept in
+memory: a long run's samples are far too many to hold). Everything in it is model
 output, so it is shown as plain text only — inserted with QTextCursor.insertText or on
 plain-text labels and list items, never through anything that guesses at rich text — and each
 text is cut at MAX_CHARS so one runaway answer cannot freeze the console.
 """
 from __future__ import annotations
 
+import asyncio
+import bisect
+import contextlib
 import json
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, cast
 
-from PySide6.QtCore import QEvent, Qt, Signal
+from PySide6.QtCore import QEvent, QSignalBlocker, Qt, Signal
 from PySide6.QtGui import QColor, QFont, QHelpEvent, QTextCharFormat, QTextCursor
-from PySide6.QtWidgets import (QLabel, QListView, QListWidget, QListWidgetItem, QPlainTextEdit, QSplitter,
-                               QStackedWidget, QTabWidget, QTextEdit, QToolTip, QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (QCheckBox, QHBoxLayout, QLabel, QListView, QListWidget, QListWidgetItem,
+                               QPlainTextEdit, QSpinBox, QSplitter, QStackedWidget, QTabWidget, QTextEdit, QToolTip,
+                               QVBoxLayout, QWidget)
 
 from rla_engine.vocabulary import EventKind, VariantOutcome
 
+from ..guard import guarded
 from ..widgets.plain_text import auto_text
 from .episode_view import BAD_COLOR, GOOD_COLOR, UNREADABLE_COLOR, chip_color
 
@@ -33,6 +41,10 @@ PICK_STEP = "Click a step in the dialogue to read the judge's reasoning."
 OUTCOME_COLORS: dict[str, QColor] = {VariantOutcome.ACCEPTED: GOOD_COLOR, VariantOutcome.REJECTED: BAD_COLOR,
                                      VariantOutcome.INVALID: UNREADABLE_COLOR}
 TIP_CHARS = 600               # a list item's tooltip: enough of a task to read, never a wall of text
+LATEST_TIP = ("Show the newest samples as they arrive. Step the iteration back (or type one) to read an "
+              "earlier iteration's; tick this to follow the run again.")
+PICKER_TIP = "The iterations that have samples: the arrows step through them, a typed number goes to the nearest " \
+             "one at or before it (Enter)."
 # What the judge's verdicts mean (rewards.parse_verdict, SPEC §1, §4): the judge samples m answers
 # per step, each ending in \boxed{1} or \boxed{-1}; anything else reads as 0.
 VERDICT_WORDS = {1: "step right", -1: "step wrong", 0: "unreadable"}
@@ -212,17 +224,59 @@ def _plain_text_box(parent: QWidget, placeholder: str = "") -> QPlainTextEdit:
     return box
 
 
+class IterationPicker(QSpinBox):
+    """Chooses among the iterations that have samples: the arrows (keys, wheel) step from one to the
+    next, never onto an iteration without any; a typed number is taken on Enter."""
+
+    def __init__(self, parent: QWidget | None = None):
+        super().__init__(parent)
+        self.iterations: list[int] = []       # ascending
+        self.setKeyboardTracking(False)       # one choice per typed number, not one per digit
+        self.setToolTip(PICKER_TIP)
+        self.set_iterations([])
+
+    def set_iterations(self, iterations: list[int]) -> None:
+        self.iterations = iterations
+        with QSignalBlocker(self):
+            self.setRange(iterations[0] if iterations else 0, iterations[-1] if iterations else 0)
+
+    def snapped(self, value: int) -> int:
+        """The iteration with samples at or before `value` (the first one, below all)."""
+        if not self.iterations:
+            return value
+        return self.iterations[max(bisect.bisect_right(self.iterations, value) - 1, 0)]
+
+    def stepBy(self, steps: int) -> None:
+        if self.iterations:
+            here = bisect.bisect_left(self.iterations, self.snapped(self.value()))
+            self.setValue(self.iterations[min(max(here + steps, 0), len(self.iterations) - 1)])
+
+    def show_quietly(self, iteration: int) -> None:
+        with QSignalBlocker(self):
+            self.setValue(iteration)
+
+
 class SamplesPanel(QWidget):
-    """The newest samples event of the open run: trajectories and the environment model's variants."""
+    """The open run's samples: trajectories and the environment model's variants, of the newest
+    iteration or of one a person stepped back to."""
 
     became_available = Signal()     # the first samples of the open run arrived
 
     def __init__(self, session: RunSession | None = None, parent: QWidget | None = None):
         super().__init__(parent)
-        self.payload: dict | None = None
+        self.session = session
+        self.payload: dict | None = None            # what is shown, of `iteration`
         self.iteration: int | None = None
         self.variants: list[dict] = []
         self.variants_iteration: int | None = None
+        self.newest: tuple[dict, int | None] | None = None      # the newest samples, followed while `latest` is ticked
+        self.newest_variants: tuple[list[dict], int | None] = ([], None)   # the last the environment model proposed
+        self.wanted: int | None = None              # an earlier iteration being read, until it arrives
+        self._reads: set[asyncio.Task] = set()
+        self.picker = IterationPicker(self)
+        self.latest_box = QCheckBox("latest", self)
+        self.latest_box.setChecked(True)
+        self.latest_box.setToolTip(LATEST_TIP)
         self.header = QLabel(self)
         self.header.setTextFormat(Qt.TextFormat.PlainText)
         self.header.setContentsMargins(4, 2, 4, 2)
@@ -252,6 +306,7 @@ class SamplesPanel(QWidget):
         content = QWidget(self)
         box = QVBoxLayout(content)
         box.setContentsMargins(0, 0, 0, 0)
+        box.addLayout(self._picker_row())
         box.addWidget(self.header)
         box.addWidget(self.tabs)
         self.stack = QStackedWidget(self)
@@ -263,9 +318,20 @@ class SamplesPanel(QWidget):
         self.trajectories.currentRowChanged.connect(self._show_trajectory)
         self.dialogue.cursorPositionChanged.connect(self._on_cursor)
         self.variant_list.currentRowChanged.connect(self._show_variant)
+        self.picker.valueChanged.connect(self._iteration_chosen)
+        self.latest_box.toggled.connect(self._follow_latest)
         if session is not None:
-            session.cleared.connect(lambda: self.show_samples(None))
+            session.cleared.connect(self._cleared)
             session.events_added.connect(self.add_events)
+
+    def _picker_row(self) -> QHBoxLayout:
+        row = QHBoxLayout()
+        row.setContentsMargins(4, 2, 4, 0)
+        row.addWidget(QLabel("iteration", self))
+        row.addWidget(self.picker)
+        row.addWidget(self.latest_box)
+        row.addStretch(1)
+        return row
 
     def _with_legend(self, split: QSplitter) -> QWidget:
         page = QWidget(self)
@@ -286,36 +352,118 @@ class SamplesPanel(QWidget):
 
     # -- data ------------------------------------------------------------------------------------
     def add_events(self, events: list[dict]) -> None:
-        """Only the newest samples event matters, and the newest with variants; older ones in the
-        same batch (a whole history when a run is opened) are skipped unread."""
-        newest = with_variants = None
-        for event in reversed(events):
-            if event.get("kind") != EventKind.SAMPLES or not isinstance(event.get("payload"), dict):
-                continue
-            if newest is None:
-                newest = event
-            if _dicts(event["payload"].get("variants")):
-                with_variants = event
-                break
-        if newest is None:
+        """Only the newest samples event is kept, and the newest with variants; older ones in the
+        same batch (a whole history when a run is opened) are only counted as iterations to step to."""
+        samples = [e for e in events if e.get("kind") == EventKind.SAMPLES and isinstance(e.get("payload"), dict)]
+        if not samples:
             return
+        self._add_iterations(e.get("iteration") for e in samples)
+        newest = samples[-1]
+        with_variants = next((e for e in reversed(samples) if _dicts(e["payload"].get("variants"))), None)
         if with_variants is not None and with_variants is not newest:
-            self.variants = _dicts(with_variants["payload"].get("variants"))
-            self.variants_iteration = with_variants.get("iteration")
+            self.newest_variants = (_dicts(with_variants["payload"].get("variants")), with_variants.get("iteration"))
         self.show_samples(newest["payload"], newest.get("iteration"))
 
     def show_samples(self, payload: dict | None, iteration: int | None = None) -> None:
+        """The run's newest samples (None: no run, or none yet); shown unless a person is reading
+        an earlier iteration."""
+        if payload is None:
+            self.newest, self.newest_variants = None, ([], None)
+            self._display(None, None, [], None)
+            return
+        if _dicts(payload.get("variants")):
+            # the environment model speaks only on some iterations: keep its last words in view
+            self.newest_variants = (_dicts(payload.get("variants")), iteration)
+        self.newest = (payload, iteration)
+        self._add_iterations([iteration])
+        if self.latest_box.isChecked():
+            self._show_newest()
+
+    def _show_newest(self) -> None:
+        if self.newest is not None:
+            payload, iteration = self.newest
+            self._display(payload, iteration, *self.newest_variants)
+            if iteration is not None:
+                self.picker.show_quietly(iteration)
+
+    def _display(self, payload: dict | None, iteration: int | None, variants: list[dict],
+                 variants_iteration: int | None) -> None:
         was_empty = self.payload is None
         self.payload, self.iteration = payload, iteration
-        if payload is None:
-            self.variants, self.variants_iteration = [], None
-        elif _dicts(payload.get("variants")):
-            # the environment model speaks only on some iterations: keep its last words in view
-            self.variants, self.variants_iteration = _dicts(payload.get("variants")), iteration
+        self.variants, self.variants_iteration = variants, variants_iteration
         self.stack.setCurrentIndex(0 if payload is None else 1)
         self._fill()
         if was_empty and payload is not None:
             self.became_available.emit()
+
+    def _cleared(self) -> None:
+        """Another run (or none) is open: its iterations, and any read of one, are not this run's."""
+        self.wanted = None
+        self.picker.set_iterations([])
+        with QSignalBlocker(self.latest_box):
+            self.latest_box.setChecked(True)
+        self.show_samples(None)
+
+    # -- stepping back -----------------------------------------------------------------------------
+    def _add_iterations(self, iterations: Iterable[Any]) -> None:
+        new = {i for i in iterations if isinstance(i, int) and not isinstance(i, bool)}
+        if not new.issubset(self.picker.iterations):
+            self.picker.set_iterations(sorted(new.union(self.picker.iterations)))
+        # only the newest is in memory: without a session to read them, earlier ones cannot be shown
+        self.picker.setEnabled(self.session is not None and len(self.picker.iterations) > 1)
+
+    def _iteration_chosen(self, value: int) -> None:
+        iteration = self.picker.snapped(value)
+        if iteration != value:
+            self.picker.show_quietly(iteration)
+        with QSignalBlocker(self.latest_box):        # a person looking back is not following the run
+            self.latest_box.setChecked(False)
+        if self.newest is not None and iteration == self.newest[1]:
+            self.wanted = None
+            self._show_newest()
+        else:
+            self.show_iteration(iteration)
+
+    def _follow_latest(self, on: bool) -> None:
+        if on:
+            self.wanted = None
+            self._show_newest()
+
+    def show_iteration(self, iteration: int) -> asyncio.Task | None:
+        """Read an earlier iteration's samples from the database (on the client's thread) and show
+        them; the returned task ends once they are shown, or once another choice made them moot."""
+        if self.session is None or self.session.run_id is None:
+            return None
+        self.wanted = iteration
+        self.latest_box.setChecked(False)
+        self.header.setText(f"iteration {iteration} · reading its samples…")
+        task = asyncio.ensure_future(self._read_iteration(self.session.run_id, iteration))
+        self._reads.add(task)
+        task.add_done_callback(self._reads.discard)
+        return task
+
+    @guarded()
+    async def _read_iteration(self, run_id: str, iteration: int) -> None:
+        assert self.session is not None
+        try:
+            events, error = await self.session.events_at(run_id, iteration, [EventKind.SAMPLES]), ""
+        except Exception as e:      # a locked or vanished database: said where the samples would be
+            events, error = [], f"{type(e).__name__}: {e}"
+        with contextlib.suppress(RuntimeError):     # the window was closed meanwhile
+            if self.wanted != iteration or self.session.run_id != run_id:
+                return      # another iteration or run was chosen since: this one is no longer asked for
+            self.wanted = None
+            payloads = [e["payload"] for e in events if isinstance(e.get("payload"), dict)]
+            if not payloads:
+                # what is shown stays, and the picker says which iteration that is
+                if self.iteration is not None:
+                    self.picker.show_quietly(self.iteration)
+                self.header.setText(f"iteration {iteration}: its samples could not be read "
+                                    f"({one_line(error or 'none stored', 200)}); shown: iteration {self.iteration}")
+                return
+            payload = payloads[-1]
+            # an earlier iteration's own variants, none if it proposed none: not the newest ones
+            self._display(payload, iteration, _dicts(payload.get("variants")), iteration)
 
     def _fill(self) -> None:
         p = self.payload or {}
@@ -350,7 +498,10 @@ class SamplesPanel(QWidget):
         self.tabs.setTabText(1, label)
         self.variant_list.setCurrentRow(0 if self.variants else -1)
         if not self.variants:
-            self.variant_text.setPlainText("The environment model has not proposed a variant yet.")
+            self.variant_text.setPlainText("The environment model has not proposed a variant yet."
+                                           if self.variants_iteration is None else
+                                           f"The environment model proposed no variant in iteration "
+                                           f"{self.variants_iteration}.")
 
     # -- selection -------------------------------------------------------------------------------
     def current_trajectory(self) -> dict | None:

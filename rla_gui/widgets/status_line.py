@@ -1,29 +1,38 @@
-"""The status bar's permanent read-out: the open run's active alerts (a badge), run state,
+"""The status bar's permanent read-out: the open run's alerts (a badge), run state,
 iteration, it/s, device, database."""
 from __future__ import annotations
 
 from pathlib import Path
 
-from PySide6 import QtWidgets
+from PySide6 import QtCore, QtWidgets
 
 from rla_engine import metrics
-from rla_engine.alerts import ALERTS, CLEARED, RAISED, describe
+from rla_engine.alerts import ALERTS, describe, open_alerts
 from rla_engine.text import counted, printable
-from rla_engine.vocabulary import EventKind, Status
+from rla_engine.vocabulary import LIVE, EventKind, Status
 
 from ..model.run_data import RunData
 from ..session import RunSession
 from .plain_text import html_text, plain_label, set_tooltip
+
+ACTIVE_STYLE = ("QLabel { background: #e6550d; color: white; font-weight: bold; "
+                "border-radius: 3px; padding: 1px 6px; }")
+# an ended run's alerts no longer change: told, as `rla show` tells them, but not as a warning
+ENDED_STYLE = "QLabel { color: palette(mid); border: 1px solid palette(mid); border-radius: 3px; padding: 1px 6px; }"
+ENDED_WORDS = "active when the run ended"          # rla show's words (cli.py, cmd_show)
+# the events open_alerts reads: a resume reopens what the run's end had closed
+ALERT_KINDS = (EventKind.ALERT, EventKind.RESUMED_FROM_CHECKPOINT)
+NAME_CHARS = 40             # about this many characters of a run's name; the state after it stays in view
+PATH_CHARS = 50             # the database's path, elided the same way
 
 
 class StatusLine:
     def __init__(self, bar: QtWidgets.QStatusBar, session: RunSession):
         # every label shows stored text (a run's name and device, an alert's name): never as markup
         self.alerts = plain_label()
-        self.alerts.setStyleSheet("QLabel { background: #e6550d; color: white; font-weight: bold; "
-                                  "border-radius: 3px; padding: 1px 6px; }")
         self.alerts.hide()
-        self.active: dict[str, dict] = {}         # alert name -> its raised payload
+        self.active: dict[str, dict] = {}     # alert name -> its raised payload: active now, or when the run ended
+        self._alert_events: list[dict] = []         # the open run's ALERT_KINDS events, in order
         self._status: str | None = None
         bar.addPermanentWidget(self.alerts)
         self.state = plain_label("no run open")
@@ -37,46 +46,62 @@ class StatusLine:
         session.metrics_added.connect(lambda _: self.set_rate(session.data))
 
     def set_run(self, run: dict | None, data: RunData | None) -> None:
-        self._status = run["status"] if run is not None else None
+        status = run["status"] if run is not None else None
+        if status != self._status:
+            self._status = status
+            self._show_alerts()         # a run that ends turns its active alerts into what was active then
         if run is None:
             self.state.setText("no run open")
+            self.state.setToolTip("")
             for w in (self.iteration, self.rate, self.device):
                 w.setText("")
             return
-        self.state.setText(f"{printable(run['name'])} — {printable(run['status'])}")
+        name = printable(run["name"])
+        # a long name is cut in its middle, never the state after it: a label as wide as its text
+        # pushes the status bar's other permanent widgets out of the window
+        self.state.setText(f"{self._elided(name, NAME_CHARS)} — {printable(run['status'])}")
+        set_tooltip(self.state, name)
         self.iteration.setText(f"iteration {printable(run['iteration'])}")
         self.device.setText(f"device {printable(run['device'])}")
         if data is not None:
             self.set_rate(data)
 
+    def _elided(self, text: str, chars: int) -> str:
+        width = self.state.fontMetrics().averageCharWidth() * chars
+        return self.state.fontMetrics().elidedText(text, QtCore.Qt.TextElideMode.ElideMiddle, width)
+
     # -- alerts --------------------------------------------------------------------------------
     def add_events(self, events: list[dict]) -> None:
-        changed = False
-        for e in events:
-            p = e.get("payload")
-            if e.get("kind") != EventKind.ALERT or not isinstance(p, dict) or not isinstance(p.get("alert"), str):
-                continue
-            if p.get("state") == RAISED:
-                self.active[p["alert"]] = p
-            elif p.get("state") == CLEARED:
-                self.active.pop(p["alert"], None)
-            changed = True
-        if changed:
+        kept = [e for e in events if e.get("kind") in ALERT_KINDS]
+        if kept:
+            self._alert_events += kept
             self._show_alerts()
 
     def clear_alerts(self) -> None:
-        self.active.clear()
+        self._alert_events.clear()
         self._show_alerts()
 
+    def run_ended(self) -> bool:
+        """Whether the open run is over (a status not yet read counts as live: its events come first)."""
+        return self._status is not None and self._status not in LIVE
+
     def _show_alerts(self) -> None:
+        # the engine's own reading of the events, as `rla show` reads them: a crashed engine never
+        # cleared its alerts, a finished one cleared them because it ended; both were active then
+        ended = self.run_ended()
+        self.active = open_alerts(self._alert_events, at_end=ended)
         if not self.active:
             self.alerts.hide()
             return
-        titles = [ALERTS[n].title if n in ALERTS else n for n in self.active]
-        self.alerts.setText(f"⚠ {counted(len(titles), 'alert')}: {', '.join(titles)}")
-        self.alerts.setToolTip("<br><br>".join(
+        titles = ", ".join(ALERTS[n].title if n in ALERTS else n for n in self.active)
+        count = counted(len(self.active), "alert")
+        self.alerts.setText(f"{count} {ENDED_WORDS}: {titles}" if ended else f"⚠ {count}: {titles}")
+        self.alerts.setStyleSheet(ENDED_STYLE if ended else ACTIVE_STYLE)
+        details = "<br><br>".join(
             f"<b>{html_text(describe(p))}</b><br>{html_text(p.get('message', ''))}<br>"
-            f"<i>What to do:</i> {html_text(p.get('advice', ''))}" for p in self.active.values()))
+            f"<i>What to do:</i> {html_text(p.get('advice', ''))}" for p in self.active.values())
+        self.alerts.setToolTip(f"<i>The run has ended; these alerts were {ENDED_WORDS}.</i><br><br>{details}"
+                               if ended else details)
         self.alerts.show()
 
     def set_rate(self, data: RunData) -> None:
@@ -86,5 +111,5 @@ class StatusLine:
         self.rate.setText(f"{1 / seconds:.1f} it/s" if seconds and self._status == Status.RUNNING else "")
 
     def set_database(self, path: Path) -> None:
-        self.database.setText(printable(str(path)))
+        self.database.setText(self._elided(printable(str(path)), PATH_CHARS))
         set_tooltip(self.database, str(path))

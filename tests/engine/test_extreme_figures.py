@@ -54,7 +54,8 @@ def test_the_ablation_table_of_extreme_values():
     arm = ArmResult("base", runs={0: {metrics.DIFFICULTY_MEAN: 1.5e308, metrics.ENV_STEPS: 1e200},
                                   1: {metrics.DIFFICULTY_MEAN: 1.6e308, metrics.ENV_STEPS: -1e200}})
     table = markdown([arm], "extreme")
-    cells = dict(zip((name for name, _ in COLUMNS), next(line for line in table.splitlines() if line.startswith("| base ")).split(" | ")[2:]))
+    row = next(line for line in table.splitlines() if line.startswith("| base "))
+    cells = dict(zip((name for name, _ in COLUMNS), row.split(" | ")[2:]))
     assert cells["difficulty"] == "1.55e+308 ± 7.07e+306" and cells["env steps"] == "0 ± 1.41e+200"
     assert not LONG_NUMBER.search(table)
 
