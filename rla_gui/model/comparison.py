@@ -25,6 +25,7 @@ from rla_engine.text import counted, printable
 from rla_engine.vocabulary import LIVE
 
 from .panel_spec import PALETTE, short
+from .run_columns import count_text
 from .run_data import RunData, ema
 
 Runs = list[tuple[dict, RunData]]
@@ -93,14 +94,6 @@ def summary_text(v: float | int | None) -> str:
     if isinstance(v, int) and abs(v) < LARGE:
         return f"{v:,}"
     return figure(v)       # 1.5e+308, not 309 digits
-
-
-def count_text(v: float) -> str:
-    """A count, or a mean or spread of counts: whole as a whole number ("401", not "401.000"),
-    else to one decimal ("400.5")."""
-    if math.isfinite(v) and v.is_integer() and abs(v) < LARGE:
-        return f"{int(v):,}"
-    return figure(v, decimals=1)
 
 
 @dataclass(frozen=True)

@@ -25,6 +25,7 @@ from rla_engine.summary import LARGE, SUMMARY_KEYS, figure, settings
 from rla_engine.text import printable
 from rla_engine.vocabulary import LIVE
 
+COUNT_KEYS = frozenset({metrics.ENV_STEPS})     # metrics that count, not measure
 FIELD, CONFIG, FINAL, BEST, RUN = "field", "config", "final", "best", "run"
 ARM_SEPARATOR = " · "      # `rla ablate` names a run "<arm> · seed <s>" (ablation.arms.PlannedRun.name)
 # what ends a run: runs that differ here are not repeats of one experiment, whatever else they share
@@ -45,6 +46,11 @@ class Column:
     def is_metric(self) -> bool:
         """A measurement (a group shows its mean ± std), not a setting or a name."""
         return self.kind in (FINAL, BEST) or (self.kind == FIELD and self.key in SUMMARY_KEYS)
+
+    @property
+    def is_count(self) -> bool:
+        """A metric that counts (environment steps): its group figures are whole numbers where they are."""
+        return self.is_metric and self.key in COUNT_KEYS
 
     def value(self, row: Mapping[str, Any]) -> Any:
         if self.kind == FIELD:
@@ -150,9 +156,18 @@ def group_key(v: Any) -> str:
     return "null" if missing(v) else json.dumps(v, sort_keys=True, default=str)
 
 
-def mean_std_text(spread: Spread) -> str:
-    """A group's "mean ± std" as History shows it ("?" for a figure a float cannot hold: `spread.problem` says why)."""
-    return spread.text(metric_text)
+def count_text(v: float) -> str:
+    """A count, or a mean or spread of counts: whole as a whole number ("401", not "401.000"),
+    else to one decimal ("400.5")."""
+    if math.isfinite(v) and v.is_integer() and abs(v) < LARGE:
+        return f"{int(v):,}"
+    return figure(v, decimals=1)
+
+
+def mean_std_text(spread: Spread, count: bool = False) -> str:
+    """A group's "mean ± std" as History and the reports show it ("?" for a figure a float cannot
+    hold: `spread.problem` says why); `count`: of a count (see count_text)."""
+    return spread.text(count_text if count else metric_text)
 
 
 @dataclass

@@ -113,7 +113,7 @@ class GroupTreeModel(ColumnHeaders, QtCore.QAbstractItemModel):
             return self._group_cell(index.row(), role)
         if role == Role.DisplayRole:
             spread = self.stats(index.row()).get(index.column())
-            return "" if spread is None else mean_std_text(spread)
+            return "" if spread is None else mean_std_text(spread, self.columns[index.column()].is_count)
         if role == Role.FontRole:
             return _bold()
         if role == Role.ToolTipRole and (spread := self.stats(index.row()).get(index.column())) is not None:

@@ -103,7 +103,8 @@ class MetricPlot(pg.PlotWidget):
                  parent=None):
         super().__init__(parent=parent)
         self.data, self.x_axis, self.smoothing, self.log_y = data, X_AXES[0], 0.0, False
-        self.title = self._shown_title = title
+        self.title = title
+        self._shown_title = (title, "")
         set_title(self.plotItem, title)
         # no grid: pyqtgraph paints grid lines through the axis picture at ~6 ms per axis per frame,
         # which alone would eat the event loop's 16 ms budget
@@ -148,6 +149,8 @@ class MetricPlot(pg.PlotWidget):
         if log_y != self.log_y:
             self.log_y = log_y
             self.plotItem.setLogMode(y=log_y)
+            if not any(curve.line.xData is not None and len(curve.line.xData) for curve in self.curves.values()):
+                self._frame_empty()
             self._show_hidden_points()
 
     def needs_refresh(self) -> bool:
@@ -171,10 +174,9 @@ class MetricPlot(pg.PlotWidget):
         if self.log_y:
             ys = [self.data.xy(key)[1] for key in self.curves]
             note = log_y_note(sum(hidden_on_log(y) for y in ys), sum(len(y) for y in ys))
-        shown = f"{self.title} · {note}" if note else self.title
-        if shown != self._shown_title:       # a new title re-lays the plot out: only on a change
-            self._shown_title = shown
-            set_title(self.plotItem, shown)
+        if (self.title, note) != self._shown_title:     # a new title re-lays the plot out: only on a change
+            self._shown_title = (self.title, note)
+            set_title(self.plotItem, self.title, note)
 
     def reset_drawn(self) -> None:
         """Forget what was drawn (not the data): the next refresh re-sends every curve."""
@@ -193,8 +195,13 @@ class MetricPlot(pg.PlotWidget):
             curve.line.setData([], [])
         self.set_markers([])
         self.readout.hide()
+        self._frame_empty()
+
+    def _frame_empty(self) -> None:
+        """The neutral range of a plot with nothing to draw: 0 to 1, or on log y three decades up
+        to 1 (a view range is in log units there: 0 to 1 meant 1 to 10, labelled 2 … 9 in a heap)."""
         vb = self.plotItem.vb
-        vb.setRange(xRange=(0, 1), yRange=(0, 1), padding=0, disableAutoRange=False)
+        vb.setRange(xRange=(0, 1), yRange=(-3, 0) if self.log_y else (0, 1), padding=0, disableAutoRange=False)
         vb.enableAutoRange()
 
     # -- event markers ---------------------------------------------------------------------

@@ -96,18 +96,20 @@ class LegendRow(pg.LegendItem):
         ev.ignore()     # pyqtgraph's legend drags; this one stays in its row, off the data
 
 
-def set_title(plot_item: pg.PlotItem, title: str) -> None:
+def set_title(plot_item: pg.PlotItem, title: str, note: str = "") -> None:
     """The plot's title, shown as written (an added chart's title is its keys, and pyqtgraph
     renders titles as HTML), which never widens the plot past its cell: a long one (an added chart
     of several keys) pushed the view box's right end, the newest data, out of sight; the title is
-    cut instead."""
+    cut instead. `note` (what the chart leaves out: a sample drawn, points log y hides) goes on a
+    smaller second line: appended to the title, a narrow chart cut it off at both ends."""
     label = plot_item.titleLabel
 
     def narrow_minimum() -> None:       # LabelItem sets its minimum to its text on every change
         type(label).updateMin(label)
         label.setMinimumWidth(0)
     label.updateMin = narrow_minimum
-    plot_item.setTitle(html_text(title))
+    small = f'<br><span style="font-size:8pt">{html_text(note)}</span>' if note else ""
+    plot_item.setTitle(html_text(title) + small)
 
 
 def add_legend(plot_item: pg.PlotItem) -> pg.LegendItem:

@@ -48,7 +48,8 @@ def language_run(iterations: int = 40) -> dict:
 # -- item 4: shares and lengths ---------------------------------------------------------------------
 def test_the_report_draws_a_language_models_shares_apart_from_its_lengths():
     """One chart held both: an unreadable share of 1.0 beside lengths of ~24 read as 0."""
-    data = {k: (its, vals) for k, (its, vals, _) in language_run().items()}
+    data = RunData()
+    data.add(language_run())
     drawn = {c.id: {e.label for e in c.legend} for c in charts.panel_charts({"events": []}, data, HEALTH_PANELS[1:])}
     language = {i: labels for i, labels in drawn.items() if i.startswith("language")}
     assert len(language) == 2, drawn
@@ -245,3 +246,20 @@ def test_a_read_out_taller_than_its_chart_keeps_its_first_lines_and_says_how_man
     settle(plot)
     hover(plot, 0.5, 0.5)
     assert "more" not in plot.readout.item.toPlainText() and len(plot.readout.item.toPlainText().splitlines()) == 10
+
+
+def test_an_empty_chart_on_log_y_shows_decades_not_a_heap_of_minor_labels(qtbot):
+    """No run open and log y on: the losses chart frames 0.001 to 1 (its ticks are decades), not
+    the linear frame 0 to 1 read as 1 to 10 in log units (labels 2 … 9 piled at the left)."""
+    plot = MetricPlot("Losses", (metrics.LOSS_POLICY,), RunData())
+    qtbot.addWidget(plot)
+    plot.resize(700, 300)
+    plot.show()
+    qtbot.waitExposed(plot)
+    plot.set_view(X_AXES[0], 0.0, log_y=True)
+    settle(plot)
+    assert plot.plotItem.vb.viewRange()[1] == [-3, 0]
+    plot.reset()                                        # another run opened, none yet drawn
+    assert plot.plotItem.vb.viewRange()[1] == [-3, 0]
+    plot.set_view(X_AXES[0], 0.0, log_y=False)
+    assert plot.plotItem.vb.viewRange()[1] == [0, 1]

@@ -287,3 +287,23 @@ def accept_file_dialog(name_filter: str) -> None:
         dialog.selectNameFilter(name_filter)
         dialog.accept()
     QtCore.QTimer.singleShot(50, poll)
+
+
+def test_a_group_of_counts_reads_in_whole_numbers_and_a_group_of_measures_in_three_decimals(qtbot):
+    """History grouped by preset, with env steps and success chosen: a mean of counts read
+    "400.500 ± 28.991"; a count is whole where it is whole, a measurement keeps its decimals."""
+    from rla_gui.model.run_columns import parse as parse_column
+    from rla_gui.panels.run_groups import GroupTreeModel
+
+    steps, success, by = (parse_column(f"final:{metrics.ENV_STEPS}"), parse_column(f"final:{metrics.SUCCESS}"),
+                          parse_column("run:preset"))
+    rows = [{"id": f"r{i}", "name": f"r{i}", "preset": "tiny", "status": "completed",
+             "columns": {steps.id: float(s), success.id: v}} for i, (s, v) in enumerate([(380, 0.5), (421, 0.25)])]
+    model = GroupTreeModel()
+    model.rebuild(rows, [by, steps, success], by, 0, False)
+    top = model.index(0, 1)
+    assert model.data(top) == "400.5 ± 29.0"                    # mean 400.5, sample std 28.99…: one decimal
+    assert model.data(model.index(0, 2)) == "0.375 ± 0.177"     # a measurement: three decimals
+    whole = [{**r, "columns": {**r["columns"], steps.id: 400.0}} for r in rows]
+    model.rebuild(whole, [by, steps, success], by, 0, False)
+    assert model.data(model.index(0, 1)) == "400 ± 0"

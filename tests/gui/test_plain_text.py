@@ -108,7 +108,7 @@ def test_every_widget_draws_hostile_data_text_as_written(qtbot, tmp_path, hostil
     settings = QtCore.QSettings(str(tmp_path / "s.ini"), QtCore.QSettings.Format.IniFormat)
     win = MainWindow(db, settings=settings)
     qtbot.addWidget(win)
-    win.resize(1500, 1300)        # the added chart tall enough for its read-out's every line (a short one says "… more")
+    win.resize(1500, 1300)        # the added chart tall enough for its read-out's every line ("… more" else)
     win.show()
     try:
         open_everything(win, drive, image, text)
