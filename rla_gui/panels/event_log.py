@@ -15,7 +15,7 @@ import json
 from collections import Counter
 from collections.abc import Callable
 
-from PySide6.QtCore import QModelIndex, QPersistentModelIndex, QSignalBlocker, QSortFilterProxyModel, Qt, Signal
+from PySide6.QtCore import QModelIndex, QSignalBlocker, Qt, Signal
 from PySide6.QtGui import QColor, QFont, QFontMetrics
 from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QHBoxLayout, QHeaderView, QTableView, QVBoxLayout,
                                QWidget)
@@ -35,7 +35,6 @@ if TYPE_CHECKING:       # the session is only ever passed in
     from ..session import RunSession
 
 COLUMNS = ("Iteration", "Time", "Kind", "Summary")
-KIND_ROLE = Qt.ItemDataRole.UserRole + 1       # a row's event kind, as stored (the filter's key)
 ALL_KINDS = "All kinds"
 TOOLTIP_CHARS = 4000        # a language model's raw answer in a payload can be long
 SKIPPED = frozenset({EventKind.EPISODE, EventKind.SAMPLES})
@@ -153,15 +152,33 @@ def clock(t) -> str:
 
 
 class EventTableModel(ListTableModel):
-    """Every displayable event of the run, oldest first: items are (event, its rendered cells)."""
+    """Every displayable event of the run, oldest first, kept in `every`: items are (event, its
+    rendered cells). The rows shown (`items`) are all of them, or those of one kind (`set_kind`).
+    The filter lives here, not in a QSortFilterProxyModel: a proxy asks Python once per row, and
+    choosing a kind among 200,000 events froze the window for two to three seconds."""
     columns = COLUMNS
 
     def __init__(self, parent=None):
         super().__init__(parent)
-        self.kinds: Counter[str] = Counter()     # how many rows of each kind
+        self.every: list = self.items        # every event; `items` is this same list while no kind is chosen
+        self.row_kinds: list[str] = []       # each event's kind, in `every`'s order
+        self.kinds: Counter[str] = Counter()     # how many events of each kind
+        self.kind: str | None = None
 
     def event_at(self, row: int) -> dict:
         return self.items[row][0]
+
+    def total(self) -> int:
+        return len(self.every)
+
+    def set_kind(self, kind: str | None) -> None:
+        """Show the events of `kind` only (None: every event)."""
+        if kind == self.kind:
+            return
+        self.beginResetModel()
+        self.kind = kind
+        self.items = self.every if kind is None else [item for item, k in zip(self.every, self.row_kinds) if k == kind]
+        self.endResetModel()
 
     @guarded()
     def data(self, index, role=Qt.ItemDataRole.DisplayRole):
@@ -170,8 +187,6 @@ class EventTableModel(ListTableModel):
         event, cells = self.items[index.row()]
         if role == Qt.ItemDataRole.DisplayRole:
             return cells[index.column()]
-        if role == KIND_ROLE:
-            return str(event.get("kind", ""))
         kind = event.get("kind")
         if role == Qt.ItemDataRole.BackgroundRole:
             if kind == E.ALERT:
@@ -202,43 +217,27 @@ class EventTableModel(ListTableModel):
                for e in events if e.get("kind") not in SKIPPED]
         if not new:
             return 0
-        n = len(self.items)
-        self.kinds.update(str(e.get("kind", "")) for e, _ in new)
-        self.beginInsertRows(QModelIndex(), n, n + len(new) - 1)
-        self.items.extend(new)
-        self.endInsertRows()
+        kinds = [str(e.get("kind", "")) for e, _ in new]
+        self.kinds.update(kinds)
+        self.row_kinds.extend(kinds)
+        if self.kind is not None:         # `every` is not the list shown: it grows on its own
+            self.every.extend(new)
+        shown = new if self.kind is None else [item for item, k in zip(new, kinds) if k == self.kind]
+        if shown:
+            n = len(self.items)
+            self.beginInsertRows(QModelIndex(), n, n + len(shown) - 1)
+            self.items.extend(shown)
+            self.endInsertRows()
         return len(new)
 
     def clear(self) -> None:
         self.beginResetModel()
-        self.items.clear()
+        self.every.clear()
+        self.items = self.every
+        self.row_kinds.clear()
         self.kinds.clear()
+        self.kind = None
         self.endResetModel()
-
-
-class KindFilter(QSortFilterProxyModel):
-    """The rows of one kind, or of all (kind None)."""
-
-    def __init__(self, parent=None):
-        super().__init__(parent)
-        self.kind: str | None = None
-
-    def set_kind(self, kind: str | None) -> None:
-        if kind == self.kind:
-            return
-        # Qt ≥ 6.9 brackets a filter change (invalidateRowsFilter is deprecated there)
-        begin = getattr(self, "beginFilterChange", None)
-        if begin is not None:
-            begin()
-        self.kind = kind
-        if begin is not None:
-            self.endFilterChange(QSortFilterProxyModel.Direction.Rows)
-        else:
-            self.invalidateRowsFilter()
-
-    @guarded(True)
-    def filterAcceptsRow(self, source_row: int, source_parent: QModelIndex | QPersistentModelIndex) -> bool:
-        return self.kind is None or self.sourceModel().index(source_row, 2, source_parent).data(KIND_ROLE) == self.kind
 
 
 def shown_text(shown: int, total: int, kind: str | None) -> str:
@@ -257,10 +256,8 @@ class EventLogPanel(QWidget):
     def __init__(self, session: RunSession | None = None, parent: QWidget | None = None):
         super().__init__(parent)
         self.model = EventTableModel(self)
-        self.proxy = KindFilter(self)
-        self.proxy.setSourceModel(self.model)
         self.view = QTableView(self)
-        self.view.setModel(self.proxy)
+        self.view.setModel(self.model)
         self.view.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
         self.view.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
         # per-item scrolling and fixed row heights keep tens of thousands of rows cheap to lay out
@@ -317,16 +314,15 @@ class EventLogPanel(QWidget):
             while self.kind_box.count() > 1:
                 self.kind_box.removeItem(1)
             self.kind_box.setCurrentIndex(0)
-        self.proxy.set_kind(None)
         self._update_count()
 
     def row_count(self) -> int:
         """The rows shown (of the kind chosen)."""
-        return self.proxy.rowCount()
+        return self.model.rowCount()
 
     def event_at(self, row: int) -> dict:
         """The event of a row as shown."""
-        return self.model.event_at(self.proxy.mapToSource(self.proxy.index(row, 0)).row())
+        return self.model.event_at(row)
 
     def show_kind(self, kind: str | None) -> None:
         """Show the events of `kind` only (None: every kind), as choosing it in the box does."""
@@ -345,12 +341,12 @@ class EventLogPanel(QWidget):
         self._update_count()
 
     def _update_count(self) -> None:
-        self.count.setText(shown_text(self.proxy.rowCount(), self.model.rowCount(), self.proxy.kind))
+        self.count.setText(shown_text(self.model.rowCount(), self.model.total(), self.model.kind))
 
     @guarded()
     def _on_kind_chosen(self, index: int) -> None:
         kind = self.kind_box.itemData(index)
-        self.proxy.set_kind(kind if isinstance(kind, str) else None)
+        self.model.set_kind(kind if isinstance(kind, str) else None)
         self._update_count()
         self.view.scrollToBottom()
 

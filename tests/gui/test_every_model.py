@@ -137,17 +137,9 @@ def _event_table(image):
                                        "reason": text, "error": text, "value": v, "state": "raised",
                                        "alert": text, "kind": text, "result": text, "advice": text}})
     model.append(events)
+    model.set_kind(hostile_texts(image)[0])      # one kind shown, then every kind again
+    model.set_kind(None)
     return model
-
-
-def _kind_filter(image):
-    from rla_gui.panels.event_log import KindFilter
-    proxy = KindFilter()
-    proxy.setSourceModel(_event_table(image))
-    proxy.set_kind(hostile_texts(image)[0])
-    proxy.set_kind("variant_accepted")
-    proxy.setParent(proxy.sourceModel())
-    return proxy
 
 
 def _list_table(image):
@@ -158,7 +150,7 @@ def _list_table(image):
 
 
 FILLERS = {"RunsModel": _runs_model, "RunsFilter": _runs_filter, "GroupTreeModel": _group_tree,
-           "PoolTableModel": _pool_table, "EventTableModel": _event_table, "KindFilter": _kind_filter,
+           "PoolTableModel": _pool_table, "EventTableModel": _event_table,
            "ListTableModel": _list_table}
 
 
