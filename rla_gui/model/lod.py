@@ -109,3 +109,38 @@ def _inside(breaks: np.ndarray | None, i0: int, i1: int) -> np.ndarray:
     if breaks is None or len(breaks) == 0:
         return np.empty(0, np.intp)
     return breaks[(breaks > i0) & (breaks < i1)]
+
+
+# -- a whole series at once: the report's charts -----------------------------------------------------
+def thinned(x: np.ndarray, y: np.ndarray, max_points: int,
+            breaks: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """The points a live plot draws for the whole of (x, y) at a budget of `max_points`: the same
+    min/max bins of the same pyramid, so a report's chart and the dashboard's show one picture."""
+    pyramid = PeakPyramid()
+    pyramid.update(y, 0)
+    return pyramid.view(x, y, 0, len(y), max_points, breaks)
+
+
+def bounds(x: np.ndarray, y: np.ndarray, max_bins: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(x, min, max) per bin of the pyramid level thinned() draws at 2 * max_bins points; every
+    point its own bin when there are no more than `max_bins`. A filled band follows these: its
+    outline of thousands of vertices would fill slowly."""
+    if len(y) <= max_bins:
+        return x, y, y
+    pyramid = PeakPyramid()
+    pyramid.update(y, 0)
+    xs, ys, _, _ = pyramid._bins(x, 0, len(y), 2 * max_bins)
+    return xs[0::2], ys[0::2], ys[1::2]
+
+
+def finite_points(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The points of (x, y) that have a finite value, and the breaks (for PeakPyramid.view) where
+    points without one were left out: a chart draws no point for a value that is not a number
+    (a damaged row reads back as NaN) and draws a gap where it was rather than a line across, nor
+    fills a bin with an invented value."""
+    keep = np.isfinite(y) & np.isfinite(x)
+    if keep.all():
+        return x, y, np.empty(0, np.intp)
+    kept_before = np.cumsum(keep) - keep          # how many kept points precede each point
+    dropped = kept_before[~keep]
+    return x[keep], y[keep], np.unique(dropped[(dropped > 0) & (dropped < keep.sum())])

@@ -6,7 +6,7 @@ time since the run's first stored iteration.
 """
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
 import numpy as np
 
@@ -64,6 +64,35 @@ class RunData:
         self.version = 0            # bumped on every change; plots redraw when it moved
         self.t0: float | None = None
         self._pauses: dict[str, tuple[int, np.ndarray]] = {}     # key -> (version, Column.pauses())
+
+    @classmethod
+    def from_rows(cls, rows: Iterable[Mapping]) -> RunData:
+        """A run's metric rows as a bundle holds them (dicts of key, iteration, value and t), each
+        key's in iteration order: the report reads a run through the console's one container. A
+        value that is no number (None) is NaN, as the store reads a damaged row back."""
+        cols: dict[str, tuple[list, list, list]] = {}
+        for r in rows:
+            c = cols.get(r["key"])
+            if c is None:
+                c = cols[r["key"]] = ([], [], [])
+            c[0].append(r["iteration"])
+            c[1].append(r["value"])
+            c[2].append(r.get("t"))
+        chunk = {}
+        for key, lists in cols.items():
+            its, vals, ts = (np.array(v, dtype=np.float64) for v in lists)     # None → nan
+            if len(its) > 1 and np.any(np.diff(its) < 0):
+                order = np.argsort(its, kind="stable")
+                its, vals, ts = its[order], vals[order], ts[order]
+            chunk[key] = (its, vals, ts)
+        data = cls()
+        data.add(chunk)
+        return data
+
+    def __contains__(self, key: object) -> bool:
+        """Whether `key` has any point."""
+        col = self.columns.get(key) if isinstance(key, str) else None
+        return col is not None and col.n > 0
 
     def clear(self) -> None:
         self.columns.clear()

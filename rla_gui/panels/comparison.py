@@ -24,7 +24,7 @@ from ..guard import guarded
 from ..model.comparison import Comparison, Groups, Runs, colour_of, smoothed
 from ..model.mean_curve import grid_of, mean_curve
 from ..model.panel_spec import LOSSES, PANELS, Panel, chart_title, short
-from ..model.run_data import X_AXES
+from ..model.run_data import X_AXES, hidden_on_log, log_y_note
 from ..widgets.chart_export import Shown, add_chart_export
 from ..widgets.key_picker import KeyPicker
 from ..widgets.mean_band import MeanBandCurve
@@ -131,7 +131,8 @@ class ComparePlot(OverComparison, pg.PlotWidget):
         self.key_box.currentTextChanged.connect(lambda _: self._build())
         self.comparison = Comparison([], by_group=False)
         self.curves: list[MetricCurve | GroupCurve] = []
-        self.x_axis, self.smoothing = X_AXES[0], 0.0
+        self.x_axis, self.smoothing, self.log_y = X_AXES[0], 0.0, False
+        self._shown_title = (panel.title, "")
         self.readout = HoverReadout(self, self._describe)
         add_chart_export(self, self._shown)
 
@@ -146,7 +147,7 @@ class ComparePlot(OverComparison, pg.PlotWidget):
         self._build()
 
     def set_view(self, x_axis: str, smoothing: float, log_y: bool) -> None:
-        self.x_axis, self.smoothing = x_axis, smoothing
+        self.x_axis, self.smoothing, self.log_y = x_axis, smoothing, log_y
         self.plotItem.setLogMode(y=log_y)
         self.plotItem.setLabel("bottom", x_axis)
         self.redraw()
@@ -178,6 +179,19 @@ class ComparePlot(OverComparison, pg.PlotWidget):
                 curve.draw_runs(runs, self.x_axis, self.smoothing)
             else:
                 curve.draw(runs[0][1], self.x_axis, self.smoothing, None, pixels)
+        self._show_hidden_points()
+
+    def _show_hidden_points(self) -> None:
+        """On log y the title says how many points it cannot draw (≤ 0), as the dashboard's charts
+        do: a run's values, a group's drawn mean."""
+        note = ""
+        if self.log_y:
+            ys = [curve.mean if isinstance(curve, GroupCurve) else runs[0][1].xy(curve.key)[1]
+                  for curve, (_, runs) in zip(self.curves, self.groups)]
+            note = log_y_note(sum(hidden_on_log(y) for y in ys), sum(len(y) for y in ys))
+        if (self.panel.title, note) != self._shown_title:     # a new title re-lays the plot out: only on a change
+            self._shown_title = (self.panel.title, note)
+            set_title(self.plotItem, self.panel.title, note)
 
     def leaveEvent(self, ev) -> None:
         super().leaveEvent(ev)

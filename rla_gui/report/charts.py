@@ -27,14 +27,18 @@ from PySide6 import QtCore, QtGui, QtWidgets
 from rla_engine import metrics
 from rla_engine.vocabulary import VARIANT_KINDS, EventKind, TaskStatus
 
+from ..model.comparison import colour_of
+from ..model.lod import bounds, finite_points, thinned
 from ..model.panel_spec import (AGREEMENT, BALANCE, DIFFICULTY, LOSSES, MARKER_COLOURS, MARKER_KINDS, PALETTE, POLICY,
                                 TIER_COLOURS, Panel, chart_title, short)
 from ..model import variants
-from ..model.run_data import ema
+from ..model.run_data import RunData, ema
 from ..model.variants import ACCEPTED, REJECTED
 from ..widgets import finite_range
 
-MAX_POINTS = 2000          # per drawn line: min/max per bin keeps 100,000 rows to ~2000 vertices
+# per drawn line, as a live plot 1000 pixels wide draws it (model.lod: the same min/max bins)
+MAX_POINTS = 2000
+BAND_BINS = 400            # a filled band's outline, per side
 MAX_MARKERS = 300          # more vertical lines than this are a grey wall, not information
 MAX_VARIANT_POINTS = 4000  # drawn, evenly over the run; the chart's note says when that is a sample
 SMOOTH_FROM = 400          # longer series get a bold EMA over their faint raw line
@@ -50,8 +54,6 @@ COMPARE_TITLES = {metrics.SUCCESS: "Success (train)", metrics.EVAL_SUCCESS: "Eva
                   metrics.MU: "μ balance", metrics.DIFFICULTY_MEAN: "Pool difficulty (mean)",
                   metrics.IN_BAND: "Tasks in band",
                   metrics.LOSS_POLICY: "Policy loss", metrics.LOSS_JUDGE: "Judge loss"}
-
-Series = dict[str, tuple[np.ndarray, np.ndarray]]   # key → (iterations, values)
 
 
 @dataclass
@@ -86,50 +88,15 @@ def ensure_app() -> QtWidgets.QApplication:
 
 
 # -- data ----------------------------------------------------------------------------------
-def series(bundle: dict) -> Series:
-    """A bundle's metric rows as numpy columns per key, in iteration order."""
-    cols: dict[str, tuple[list, list]] = {}
-    for r in bundle.get("metrics") or ():
-        c = cols.get(r["key"])
-        if c is None:
-            c = cols[r["key"]] = ([], [])
-        c[0].append(r["iteration"])
-        c[1].append(r["value"])
-    out = {}
-    for key, (its, vals) in cols.items():
-        x, y = np.array(its, dtype=np.float64), np.array(vals, dtype=np.float64)   # None → nan
-        if len(x) > 1 and np.any(np.diff(x) < 0):
-            order = np.argsort(x, kind="stable")
-            x, y = x[order], y[order]
-        out[key] = (x, y)
-    return out
+def run_data(bundle: dict) -> RunData:
+    """A bundle's metrics in the console's one series container."""
+    return RunData.from_rows(bundle.get("metrics") or ())
 
 
-def tier_keys(data: Series) -> list[str]:
-    return sorted((k for k in data if metrics.tier_of(k) is not None), key=lambda k: metrics.tier_of(k) or 0.0)
-
-
-def envelope(x: np.ndarray, y: np.ndarray, reduce, bins: int = 400) -> tuple[np.ndarray, np.ndarray]:
-    """One point per bin: the bin's first x and `reduce` (np.minimum / np.maximum) of its values."""
-    if len(x) <= bins:
-        return x, y
-    starts = np.linspace(0, len(x), bins, endpoint=False).astype(np.int64)
-    return x[starts], reduce.reduceat(y, starts)
-
-
-def decimate(x: np.ndarray, y: np.ndarray, max_points: int = MAX_POINTS) -> tuple[np.ndarray, np.ndarray]:
-    """At most `max_points` vertices: each of max_points/2 bins becomes its min and its max (a
-    vertical stroke), the same picture as drawing every point at this width."""
-    n = len(x)
-    if n <= max_points:
-        return x, y
-    starts = np.linspace(0, n, max_points // 2, endpoint=False).astype(np.int64)
-    finite = np.where(np.isfinite(y), y, np.nanmean(y) if np.isfinite(y).any() else 0.0)
-    xs = np.repeat(x[starts], 2)
-    ys = np.empty(2 * len(starts))
-    ys[0::2] = np.minimum.reduceat(finite, starts)
-    ys[1::2] = np.maximum.reduceat(finite, starts)
-    return xs, ys
+def not_finite_note(count: int) -> str:
+    """What a chart says of the values it has no point for."""
+    return (f"{count:,} value{'s' if count != 1 else ''} not a finite number: no point drawn, "
+            "a gap in the line." if count else "")
 
 
 def markers(bundle: dict) -> list[tuple[float, str]]:
@@ -186,6 +153,7 @@ class _Canvas:
         self.plot.setContentsMargins(2, 10, 12, 2)   # room for the top tick label and the last x label
         self.legend: list[LegendEntry] = []
         self.n_max = 0
+        self.not_finite = 0      # values left out: the chart's note counts them
         self.x_label = x_label
         self.x_span: tuple[float, float] | None = None
 
@@ -197,6 +165,9 @@ class _Canvas:
 
     def line(self, x, y, colour: str, label: str | None, dashed: bool = False, width: float = 1.6,
              smooth: bool = True, symbols: bool = False) -> None:
+        given = len(x)
+        x, y, breaks = finite_points(np.asarray(x, np.float64), np.asarray(y, np.float64))
+        self.not_finite += given - len(x)
         if len(x) == 0:
             return
         self.n_max = max(self.n_max, len(x))
@@ -210,11 +181,11 @@ class _Canvas:
             faint.setAlpha(55)
             # 1 px: a translucent thick zig-zag is stroked as one self-intersecting outline, which
             # cost ~0.8 s per chart on 100,000 noisy rows
-            self._add(*decimate(x, y), pg.mkPen(faint, width=1))
+            self._add(*thinned(x, y, MAX_POINTS, breaks), pg.mkPen(faint, width=1))
             weight = min(0.999, 1.0 - 200.0 / len(y))
-            y = ema(np.nan_to_num(y), weight)
+            y = ema(y, weight)
         kw = dict(symbol="o", symbolSize=4, symbolBrush=colour, symbolPen=None) if symbols and len(x) <= 60 else {}
-        self._add(*decimate(x, y), pen, **kw)
+        self._add(*thinned(x, y, MAX_POINTS, breaks), pen, **kw)
         if label is not None:
             self.legend.append(LegendEntry(label, colour, "dash" if dashed else "line"))
 
@@ -258,16 +229,16 @@ class _Canvas:
         return bytes(buf.data().data())
 
     def chart(self, chart_id: str, title: str, note: str = "") -> Chart:
-        if self.n_max >= SMOOTH_FROM:
-            note = " ".join(filter(None, [note, "Long series: raw values faint, moving average bold."]))
+        long = "Long series: raw values faint, moving average bold." if self.n_max >= SMOOTH_FROM else ""
+        note = " ".join(filter(None, [note, long, not_finite_note(self.not_finite)]))
         return Chart(chart_id, title, self.png(), self.width, self.height, self.legend, note)
 
 
-def _panel(data: Series, marks, panel: Panel, width: int, height: int) -> _Canvas:
+def _panel(data: RunData, marks, panel: Panel, width: int, height: int) -> _Canvas:
     c = _Canvas(width, height)
     for i, key in enumerate(panel.keys):
         if key in data:
-            c.line(*data[key], PALETTE[i % len(PALETTE)], short(key), dashed=key in panel.dashed,
+            c.line(*data.xy(key), PALETTE[i % len(PALETTE)], short(key), dashed=key in panel.dashed,
                    symbols=key == metrics.EVAL_SUCCESS)
     if panel is BALANCE:   # the balance point and the band the environment keeps tasks in
         c.plot.addItem(pg.InfiniteLine(pos=1.0, angle=0, pen=pg.mkPen("#d62728", width=SCALE,
@@ -281,24 +252,25 @@ def _panel(data: Series, marks, panel: Panel, width: int, height: int) -> _Canva
     return c
 
 
-def _difficulty(drawn: variants.Sample, data: Series, marks, width: int, height: int) -> _Canvas:
+def _difficulty(drawn: variants.Sample, data: RunData, marks, width: int, height: int) -> _Canvas:
     c = _Canvas(width, height)
     colour = PALETTE[0]
     low, high = DIFFICULTY.band or ("", "")
     if low in data and high in data:
-        (x0, lo), (x1, hi) = data[low], data[high]
-        if len(x0) == len(x1) and len(x0) > 1:
+        (x0, lo), (x1, hi) = data.xy(low), data.xy(high)
+        both = np.isfinite(lo) & np.isfinite(hi)       # no band edge for an iteration without both
+        if len(x0) == len(x1) and both.sum() > 1:
             # a filled band is one polygon: a zig-zag outline of thousands of vertices fills
-            # slowly, so it follows the envelope (min of the minima, max of the maxima) per bin
-            xl, yl = envelope(x0, lo, np.minimum)
-            xh, yh = envelope(x1, hi, np.maximum)
+            # slowly, so it follows the live plot's bins (min of the minima, max of the maxima)
+            xl, yl, _ = bounds(x0[both], lo[both], BAND_BINS)
+            xh, _, yh = bounds(x1[both], hi[both], BAND_BINS)
             lo_item, hi_item = pg.PlotDataItem(xl, yl, pen=pg.mkPen(None)), pg.PlotDataItem(xh, yh, pen=pg.mkPen(None))
             band = pg.FillBetweenItem(lo_item.curve, hi_item.curve, brush=pg.mkBrush(31, 119, 180, 45))
             for item in (lo_item, hi_item, band):
                 c.plot.addItem(item)
             c.legend.append(LegendEntry("pool min–max", "#9dc3e2", "band"))
     if metrics.DIFFICULTY_MEAN in data:
-        c.line(*data[metrics.DIFFICULTY_MEAN], colour, "pool mean")
+        c.line(*data.xy(metrics.DIFFICULTY_MEAN), colour, "pool mean")
     for kind, brush, symbol, label, style in ((ACCEPTED, (44, 160, 44, 170), "t1", "accepted variant", "triangle"),
                                               (REJECTED, (120, 120, 120, 120), "x", "rejected variant", "cross")):
         x, y = drawn.points[kind]
@@ -326,9 +298,9 @@ def variants_note(drawn: variants.Sample) -> str:
     return f"{caption} (the CSV and JSON exports hold every one)." if caption else ""
 
 
-def run_charts(bundle: dict, data: Series | None = None, width: int = 800, height: int = 270) -> list[Chart]:
+def run_charts(bundle: dict, data: RunData | None = None, width: int = 800, height: int = 270) -> list[Chart]:
     """The one-run report's charts: the four panels, the losses, eval success by tier."""
-    data = series(bundle) if data is None else data
+    data = run_data(bundle) if data is None else data
     marks = markers(bundle)
     out = [_panel(data, marks, p, width, height).chart(p.id, p.title) for p in (POLICY, AGREEMENT, BALANCE)]
     drawn = variant_sample(bundle)
@@ -336,17 +308,17 @@ def run_charts(bundle: dict, data: Series | None = None, width: int = 800, heigh
                                                                     note=variants_note(drawn)))
     out.append(_panel(data, marks, LOSSES, width, height).chart(LOSSES.id, LOSSES.title))
     tiers = _Canvas(width, height)
-    for i, key in enumerate(tier_keys(data)):
-        tiers.line(*data[key], TIER_COLOURS[i % len(TIER_COLOURS)], f"tier {metrics.tier_of(key):g}", symbols=True)
+    for i, key in enumerate(data.tier_keys()):
+        tiers.line(*data.xy(key), TIER_COLOURS[i % len(TIER_COLOURS)], f"tier {metrics.tier_of(key):g}", symbols=True)
     if metrics.EVAL_SUCCESS in data:
-        tiers.line(*data[metrics.EVAL_SUCCESS], "#d62728", "all tiers", dashed=True, symbols=True)
+        tiers.line(*data.xy(metrics.EVAL_SUCCESS), "#d62728", "all tiers", dashed=True, symbols=True)
     tiers.plot.setYRange(0, 1, padding=0.03)
     tiers.markers(marks)
     out.append(tiers.chart("eval-tiers", "Held-out success per difficulty tier"))
     return out
 
 
-def panel_charts(bundle: dict, data: Series, panels, width: int = 430, height: int = 240) -> list[Chart]:
+def panel_charts(bundle: dict, data: RunData, panels, width: int = 430, height: int = 240) -> list[Chart]:
     """A chart per panel that has data (the training-health and system panels, a person's added
     charts), for the report's grid of small charts."""
     marks = markers(bundle)
@@ -359,16 +331,12 @@ def added_panels(charts: Sequence[Sequence[str]]) -> list[Panel]:
     return [Panel(f"added-{i}", chart_title(tuple(keys)), tuple(keys)) for i, keys in enumerate(charts) if keys]
 
 
-def run_colour(i: int) -> str:
-    """The stable colour of the i-th run of a comparison (the order the caller gave)."""
-    return PALETTE[i % len(PALETTE)]
-
-
-def comparison_charts(bundles: list[dict], datas: list[Series] | None = None, width: int = 430,
+def comparison_charts(bundles: list[dict], datas: list[RunData] | None = None, width: int = 430,
                       height: int = 240, extra_keys: Sequence[str] = ()) -> list[Chart]:
-    """One chart per key with every run overlaid in its colour (the fixed keys, then `extra_keys`:
-    a person's added charts), and the last evaluation by tier."""
-    datas = [series(b) for b in bundles] if datas is None else datas
+    """One chart per key with every run overlaid in its colour (model.comparison.colour_of: the
+    Compare tab's), the fixed keys then `extra_keys` (a person's added charts), and the last
+    evaluation by tier."""
+    datas = [run_data(b) for b in bundles] if datas is None else datas
     names = [str(b["run"].get("name") or b["run"]["id"]) for b in bundles]
     out = []
     for key in dict.fromkeys((*COMPARE_KEYS, *extra_keys)):
@@ -377,15 +345,15 @@ def comparison_charts(bundles: list[dict], datas: list[Series] | None = None, wi
         c = _Canvas(width, height)
         for i, (d, name) in enumerate(zip(datas, names)):
             if key in d:
-                c.line(*d[key], run_colour(i), name, symbols=key == metrics.EVAL_SUCCESS)
+                c.line(*d.xy(key), colour_of(i), name, symbols=key == metrics.EVAL_SUCCESS)
         out.append(c.chart("cmp-" + key.replace("/", "-"), COMPARE_TITLES.get(key, key), note=f"metric {key}"))
     c = _Canvas(width, height, x_label="tier difficulty")
     for i, (d, name) in enumerate(zip(datas, names)):
-        keys = tier_keys(d)
+        keys = d.tier_keys()
         if keys:
             x = np.array([metrics.tier_of(k) for k in keys])
-            y = np.array([d[k][1][-1] for k in keys])
-            c.line(x, y, run_colour(i), name, smooth=False, symbols=True)
+            y = np.array([d.xy(k)[1][-1] for k in keys])
+            c.line(x, y, colour_of(i), name, smooth=False, symbols=True)
     c.plot.setYRange(0, 1, padding=0.03)
     out.append(c.chart("cmp-eval-tiers", "Eval success by tier (last evaluation)"))
     return out

@@ -11,14 +11,13 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
-import numpy as np
-
 from rla_engine import metrics
 from rla_engine.export.files import atomic_path, write_atomic
 from rla_engine.summary import HEADLINE_ROWS, config_differences, settings
 
+from ..model.comparison import colour_of
 from ..model.run_columns import BEST, CONFIG, FINAL, Column, group_rows, mean_std, mean_std_text, parse
-from ..model.run_data import X_AXES, RunData
+from ..model.run_data import X_AXES
 from ..model.mean_curve import grid_of, mean_curve
 from ..widgets.mean_band import add_band
 from . import charts, sections
@@ -52,17 +51,11 @@ def grouped(bundles: list[dict], column: Column) -> Groups:
     return [(g.label, [facts[r["id"]] for r in g.members]) for g in group_rows(rows, column, by_value=False)]
 
 
-def run_data(f: sections.Facts) -> RunData:
-    """A bundle's series as the console holds them, so the x-axis is placed the console's way."""
-    data = RunData()
-    data.add({k: (its, vals, np.zeros(len(its))) for k, (its, vals) in f.data.items()})
-    return data
-
-
 def group_charts(groups: Groups, width: int = 430, height: int = 240) -> list[charts.Chart]:
     """One chart per compared key: each group's mean and band, against environment steps when
     every run counted them (the ablation figures' axis), else iterations."""
-    datas = [[run_data(f) for f in facts] for _, facts in groups]
+    # each run's RunData (sections.Facts reads it): the console's container places the x-axis its way
+    datas = [[f.data for f in facts] for _, facts in groups]
     x_axis = X_AXES[1] if all(metrics.ENV_STEPS in f.data for _, facts in groups for f in facts) else X_AXES[0]
     out = []
     for key in charts.COMPARE_KEYS:
@@ -70,7 +63,7 @@ def group_charts(groups: Groups, width: int = 430, height: int = 240) -> list[ch
             continue
         c = charts._Canvas(width, height, x_label="environment steps" if x_axis == X_AXES[1] else "iteration")
         for i, ((label, facts), ds) in enumerate(zip(groups, datas)):
-            colour = charts.run_colour(i)
+            colour = colour_of(i)
             runs = [d.xy(key, x_axis) for d in ds]
             x, mean, std = mean_curve(runs, grid_of(runs))
             if not len(x):
@@ -84,7 +77,7 @@ def group_charts(groups: Groups, width: int = 430, height: int = 240) -> list[ch
 
 
 def group_label(i: int, label: str) -> str:
-    return f'<span style="color:{charts.run_colour(i)}">■</span>&nbsp;{esc(label)}'
+    return f'<span style="color:{colour_of(i)}">■</span>&nbsp;{esc(label)}'
 
 
 def stat_cell(values: Iterable) -> str:

@@ -237,7 +237,7 @@ def run_list(facts: list[sections.Facts]) -> str:
 
 
 def tier_comparison_table(facts: list[sections.Facts]) -> str:
-    tiers = sorted({k for f in facts for k in charts.tier_keys(f.data)}, key=lambda k: metrics.tier_of(k) or 0.0)
+    tiers = sorted({k for f in facts for k in f.data.tier_keys()}, key=lambda k: metrics.tier_of(k) or 0.0)
     rows = [[num(metrics.tier_of(k))] + [num(f.final(k)) for f in facts] for k in tiers]
     return table(["tier (last evaluation)"] + [sections.run_label(f, i) for i, f in enumerate(facts)], rows, "tiers",
                  numeric=tuple(range(len(facts) + 1)))

@@ -16,6 +16,7 @@ from rla_engine.summary import BEST, FINAL, HEADLINE_ROWS, best_value, definitio
 from rla_engine.alerts import ALERTS, CLEARED, RAISED, RUN_ENDED, describe
 from rla_engine.vocabulary import VARIANT_KINDS, EventKind, Status, TaskStatus
 
+from ..model.comparison import colour_of
 from . import charts
 from .environment import environment_info, package_version
 from .escape import DASH, duration, esc, kv_table, num, table, value_text, when
@@ -43,22 +44,20 @@ class Facts:
 
     def __init__(self, bundle: dict):
         self.bundle, self.run = bundle, bundle["run"]
-        self.data = charts.series(bundle)
+        self.data = charts.run_data(bundle)
         self.config = self.run.get("config") or {}
         self.name = str(self.run.get("name") or self.run.get("id"))
 
     def final(self, key: str) -> float | None:
-        s = self.data.get(key)
-        return final_value(s[1]) if s is not None else None
+        return final_value(self.data.xy(key)[1]) if key in self.data else None
 
     def best(self, key: str) -> tuple[float | None, int | None]:
-        s = self.data.get(key)
-        return best_value(s[0], s[1]) if s is not None else (None, None)
+        return best_value(*self.data.xy(key)) if key in self.data else (None, None)
 
     def total(self, key: str, event_kind: str) -> int:
         """Accepted/rejected variants: the per-iteration counts summed, else the events counted."""
         if key in self.data:
-            return int(np.nansum(self.data[key][1]))
+            return int(np.nansum(self.data.xy(key)[1]))
         return sum(1 for e in self.bundle.get("events") or () if e["kind"] == event_kind)
 
     def variants(self) -> str:
@@ -164,7 +163,7 @@ def summary_table(facts: list[Facts]) -> str:
     if len(facts) == 1:
         f = facts[0]
         rows = []
-        tiers = [(f"eval @ tier {metrics.tier_of(k):g}", k, True) for k in charts.tier_keys(f.data)]
+        tiers = [(f"eval @ tier {metrics.tier_of(k):g}", k, True) for k in f.data.tier_keys()]
         for label, key, has_best in HEADLINE_ROWS[:2] + tuple(tiers) + HEADLINE_ROWS[2:]:
             b, at = f.best(key) if has_best else (None, None)
             rows.append([esc(label), num(f.final(key)), num(b) if has_best else "", num(at) if has_best else ""])
@@ -193,13 +192,13 @@ def meanings(*more: str) -> str:
 
 
 def run_label(f: Facts, i: int) -> str:
-    return f'<span style="color:{charts.run_colour(i)}">■</span>&nbsp;{esc(f.name)}'
+    return f'<span style="color:{colour_of(i)}">■</span>&nbsp;{esc(f.name)}'
 
 
 def tier_table(f: Facts) -> str:
     rows = []
-    for key in charts.tier_keys(f.data):
-        _, y = f.data[key]
+    for key in f.data.tier_keys():
+        _, y = f.data.xy(key)
         b, at = f.best(key)
         rows.append([num(metrics.tier_of(key)), num(len(y)), num(float(y[0])), f"{num(b)} (it. {num(at)})",
                      num(float(y[-1]))])

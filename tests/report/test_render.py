@@ -25,6 +25,7 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
 from rla_engine import metrics
 from rla_engine.store import open_store
+from rla_gui.model.lod import thinned
 from rla_gui.report import charts, sections
 from rla_gui.report import html as report_html
 from rla_gui.report.html import COMPARISON_SECTIONS, SECTIONS, render_html
@@ -275,10 +276,10 @@ def test_decimation_keeps_extremes():
     x = np.arange(100_000, dtype=float)
     y = np.sin(x / 500.0)
     y[12_345], y[77_777] = 5.0, -5.0
-    xs, ys = charts.decimate(x, y)
+    xs, ys = thinned(x, y, charts.MAX_POINTS)      # the report's and the live plots' one downsampling
     assert len(xs) <= charts.MAX_POINTS and ys.max() == 5.0 and ys.min() == -5.0
     assert np.all(np.diff(xs) >= 0)
-    assert charts.decimate(x[:100], y[:100])[0] is not None and len(charts.decimate(x[:100], y[:100])[0]) == 100
+    assert len(thinned(x[:100], y[:100], charts.MAX_POINTS)[0]) == 100
 
 
 def test_report_modules_never_import_torch(tmp_path):
@@ -306,11 +307,13 @@ def test_report_modules_never_import_torch(tmp_path):
 
 def test_band_envelope_keeps_the_extremes_of_every_bin():
     import numpy as np
-    from rla_gui.report.charts import envelope
+    from rla_gui.model.lod import bounds
     rng = np.random.default_rng(3)
     x = np.arange(100_000, dtype=float)
     lo, hi = rng.random(100_000), rng.random(100_000) + 1
-    xl, yl = envelope(x, lo, np.minimum)
-    xh, yh = envelope(x, hi, np.maximum)
-    assert len(xl) == len(xh) == 400 and yl.min() == lo.min() and yh.max() == hi.max()
-    assert np.all(yl <= lo[::250][: len(yl)]) and np.all(yh >= hi[::250][: len(yh)])
+    xl, yl, _ = bounds(x, lo, charts.BAND_BINS)      # the live plots' bins (model.lod), not a second binning
+    xh, _, yh = bounds(x, hi, charts.BAND_BINS)
+    assert len(xl) == len(xh) <= charts.BAND_BINS and yl.min() == lo.min() and yh.max() == hi.max()
+    size = int(xl[1] - xl[0])
+    assert np.array_equal(yl, [lo[i:i + size].min() for i in range(0, len(lo), size)])
+    assert np.array_equal(yh, [hi[i:i + size].max() for i in range(0, len(hi), size)])
