@@ -8,6 +8,7 @@ from collections.abc import Iterable
 from PySide6 import QtCore, QtWidgets
 
 from ..model.run_columns import BEST, FINAL, RUN, RUN_COLUMNS, Column, config_column, metric_column, parse
+from .checklist import show_matching, toggle
 
 KIND_NOTES = {RUN: "of the run row", "config": "configuration field", FINAL: "value at the last iteration",
               BEST: "highest value (the comparison's best)"}
@@ -31,7 +32,6 @@ class ColumnChooser(QtWidgets.QDialog):
         self.search = QtWidgets.QLineEdit()
         self.search.setPlaceholderText("search, e.g. lam, seed, eval/, best:")
         self.search.setClearButtonEnabled(True)
-        self.search.textChanged.connect(self._filter)
         self.list = QtWidgets.QListWidget()
         known = {c.id for c in columns}
         # a shown column no longer in the database (its runs deleted) stays listed, so it can be removed
@@ -44,7 +44,8 @@ class ColumnChooser(QtWidgets.QDialog):
             item.setCheckState(QtCore.Qt.CheckState.Checked if column.id in self.order
                                else QtCore.Qt.CheckState.Unchecked)
             self.list.addItem(item)
-        self.list.itemActivated.connect(self._toggle)
+        self.list.itemActivated.connect(toggle)
+        self.search.textChanged.connect(lambda text: show_matching(self.list, text))
         self.count = QtWidgets.QLabel()
         self.list.itemChanged.connect(self._changed)
         buttons = QtWidgets.QDialogButtonBox(QtWidgets.QDialogButtonBox.StandardButton.Ok
@@ -58,15 +59,6 @@ class ColumnChooser(QtWidgets.QDialog):
         layout.addWidget(buttons)
         self.resize(440, 560)
         self._count()
-
-    def _toggle(self, item: QtWidgets.QListWidgetItem) -> None:
-        checked = item.checkState() == QtCore.Qt.CheckState.Checked
-        item.setCheckState(QtCore.Qt.CheckState.Unchecked if checked else QtCore.Qt.CheckState.Checked)
-
-    def _filter(self, text: str) -> None:
-        words = text.casefold().split()
-        for i in range(self.list.count()):
-            self.list.setRowHidden(i, not all(w in self.list.item(i).text().casefold() for w in words))
 
     def _changed(self, item: QtWidgets.QListWidgetItem) -> None:
         column_id = item.data(QtCore.Qt.ItemDataRole.UserRole)

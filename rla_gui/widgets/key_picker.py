@@ -12,6 +12,7 @@ from PySide6 import QtCore, QtGui, QtWidgets
 from rla_engine import metrics
 
 from ..model.panel_spec import short
+from .checklist import show_matching, toggle
 
 # what the engine writes besides the per-tier keys (those are listed once stored)
 KNOWN_KEYS = tuple(dict.fromkeys((*metrics.ALL_FIXED, metrics.EFFECTIVE_LAMBDA, metrics.INVALID,
@@ -29,7 +30,6 @@ class KeyPicker(QtWidgets.QDialog):
         self.search = QtWidgets.QLineEdit()
         self.search.setPlaceholderText("search keys, e.g. kl, mu, sys/")
         self.search.setClearButtonEnabled(True)
-        self.search.textChanged.connect(self._filter)
         self.keys = QtWidgets.QListWidget()
         grey = self.palette().color(QtGui.QPalette.ColorGroup.Disabled, QtGui.QPalette.ColorRole.Text)
         for key in [*stored, *(k for k in KNOWN_KEYS if k not in stored)]:
@@ -42,7 +42,8 @@ class KeyPicker(QtWidgets.QDialog):
                 item.setToolTip("not stored by this run (yet)")
             self.keys.addItem(item)
         self.keys.itemChanged.connect(lambda _: self._enable())
-        self.keys.itemActivated.connect(self._toggle)
+        self.keys.itemActivated.connect(toggle)
+        self.search.textChanged.connect(lambda text: show_matching(self.keys, text))
         self.buttons = QtWidgets.QDialogButtonBox(QtWidgets.QDialogButtonBox.StandardButton.Cancel)
         self.add = self.buttons.addButton("Add chart", QtWidgets.QDialogButtonBox.ButtonRole.AcceptRole)
         self.buttons.accepted.connect(self.accept)
@@ -54,16 +55,6 @@ class KeyPicker(QtWidgets.QDialog):
         layout.addWidget(self.buttons)
         self.resize(460, 520)
         self._enable()
-
-    def _toggle(self, item: QtWidgets.QListWidgetItem) -> None:
-        checked = item.checkState() == QtCore.Qt.CheckState.Checked
-        item.setCheckState(QtCore.Qt.CheckState.Unchecked if checked else QtCore.Qt.CheckState.Checked)
-
-    def _filter(self, text: str) -> None:
-        words = text.lower().split()
-        for i in range(self.keys.count()):
-            item = self.keys.item(i)
-            self.keys.setRowHidden(i, not all(w in item.text().lower() for w in words))
 
     def _enable(self) -> None:
         self.add.setEnabled(bool(self.chosen()))
