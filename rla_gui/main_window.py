@@ -100,7 +100,9 @@ class MainWindow(QtWidgets.QMainWindow):
         if not self.restoreGeometry(cast(QtCore.QByteArray, self.settings.value("geometry", QtCore.QByteArray()))):
             self.resize(1500, 950)
         if not self.restoreState(cast(QtCore.QByteArray, self.settings.value("state", QtCore.QByteArray()))):
-            self.resizeDocks([self.form_dock, self.pool_dock], [360, 330], QtCore.Qt.Orientation.Horizontal)
+            # the form as wide as its buttons in one row; the plots take what the docks leave
+            self.resizeDocks([self.form_dock, self.pool_dock], [self.run_form.sizeHint().width(), 330],
+                             QtCore.Qt.Orientation.Horizontal)
             self.resizeDocks([self.events_dock], [HEALTH_DOCK_HEIGHT], QtCore.Qt.Orientation.Vertical)
 
     # -- layout ------------------------------------------------------------------------------

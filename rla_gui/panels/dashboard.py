@@ -37,6 +37,15 @@ MAX_VARIANT_POINTS = 2_000
 # the panels never shrink below this height (at the window's minimum size two of them had no
 # plot area left): below it, the grid scrolls
 PANEL_MIN_HEIGHT = 200
+# A plot narrower than this stacks its legend down the whole plot and leaves the curves a sliver:
+# the plots go two to a row where each gets this width, else one to a row (an 800 × 600 window).
+TWO_TO_A_ROW_WIDTH = 280
+# One to a row, a plot is narrow still and its legend takes more rows: it is given this height,
+# the curves ~80 px under a legend of six entries, and the view scrolls to the next.
+ONE_TO_A_ROW_MIN_HEIGHT = 260
+# The Run view keeps this width (its view bar on two rows, a plot as wide as TWO_TO_A_ROW_WIDTH
+# and more): a small window narrows its docks rather than its plots.
+RUN_VIEW_MIN_WIDTH = 370
 
 
 def _finite(x: object) -> TypeGuard[float]:
@@ -99,7 +108,7 @@ class DifficultyPlot(MetricPlot):
             self.plotItem.addItem(item)   # named items join the legend by themselves
         self.variants = VariantPoints()
         self._drawn_variants: tuple | None = None
-        self._title = DIFFICULTY.title
+        self._caption = ""       # what the title says of the variants drawn (a sample, or all)
 
     def refresh(self) -> None:
         super().refresh()
@@ -119,10 +128,10 @@ class DifficultyPlot(MetricPlot):
         for item, kind in ((self.accepted, ACCEPTED), (self.rejected, REJECTED)):
             x, y = drawn.points[kind]
             item.setData(self.data.x_of_iteration(x, self.x_axis) if len(x) else [], y if len(x) else [])
-        title = " · ".join(filter(None, (DIFFICULTY.title, drawn.caption())))
-        if title != self._title:      # a new title re-lays the plot out: only when it changes
-            self._title = title
-            set_title(self.plotItem, title)
+        caption = drawn.caption()
+        if caption != self._caption:      # a new title re-lays the plot out: only when it changes
+            self._caption = caption
+            set_title(self.plotItem, DIFFICULTY.title, caption)
 
     def reset_drawn(self) -> None:
         super().reset_drawn()
@@ -138,8 +147,8 @@ class DifficultyPlot(MetricPlot):
             curve.drawn = None
         for item in (self.lo, self.hi, self.accepted, self.rejected):
             item.setData([], [])
-        self._title = DIFFICULTY.title
-        set_title(self.plotItem, self._title)
+        self._caption = ""
+        set_title(self.plotItem, DIFFICULTY.title)
 
 
 # the training-health dock's tabs: (tab title, its panels side by side)
@@ -196,6 +205,7 @@ class DashboardPanel(QtWidgets.QWidget):
         self.fixed = [self.policy, self.agreement, self.balance, self.difficulty]
         self.added: list[MetricPlot] = []
         self.grid = QtWidgets.QGridLayout()
+        self._columns = 2
         charts = QtWidgets.QWidget()
         charts.setLayout(self.grid)
         # added charts make the grid taller than the window: it scrolls rather than squeeze them
@@ -205,6 +215,7 @@ class DashboardPanel(QtWidgets.QWidget):
         scroll.setWidget(charts)
         self._row_height = PANEL_MIN_HEIGHT
         self._place_charts()
+        self.setMinimumWidth(RUN_VIEW_MIN_WIDTH)
         layout = QtWidgets.QVBoxLayout(self)
         layout.setContentsMargins(4, 4, 4, 4)
         layout.addWidget(self.view)
@@ -220,27 +231,42 @@ class DashboardPanel(QtWidgets.QWidget):
 
     # -- added charts -------------------------------------------------------------------------
     def _place_charts(self) -> None:
-        """The four panels, then the added charts, two to a row in the order given."""
-        for plot in [*self.fixed, *self.added]:
+        """The four panels, then the added charts, two to a row (one in a narrow view) in the order given."""
+        plots = [*self.fixed, *self.added]
+        for plot in plots:
             self.grid.removeWidget(plot)
-        for i, plot in enumerate([*self.fixed, *self.added]):
-            self.grid.addWidget(plot, i // 2, i % 2)
+        for i, plot in enumerate(plots):
+            self.grid.addWidget(plot, i // self._columns, i % self._columns)
             plot.setMinimumHeight(self._row_height)
             # widths from the columns' stretch alone (a plot's size hint follows its legend)
             plot.setSizePolicy(QtWidgets.QSizePolicy.Policy.Ignored, QtWidgets.QSizePolicy.Policy.Expanding)
-        for row in range(self.grid.rowCount()):
-            self.grid.setRowStretch(row, 1)
+        rows = -(-len(plots) // self._columns)
+        for row in range(self.grid.rowCount()):     # rows left empty by a removed chart take no room
+            self.grid.setRowStretch(row, 1 if row < rows else 0)
         for column in (0, 1):       # equal halves, whatever each chart's legend would like
-            self.grid.setColumnStretch(column, 1)
+            self.grid.setColumnStretch(column, 1 if column < self._columns else 0)
+
+    def _fitting_columns(self) -> int:
+        """Two plots to a row where each gets TWO_TO_A_ROW_WIDTH beside a scroll bar, else one."""
+        margins = self.grid.contentsMargins()
+        room = (self.chart_area.width() - self.chart_area.verticalScrollBar().sizeHint().width()
+                - margins.left() - margins.right() - self.grid.horizontalSpacing())
+        return 2 if room >= 2 * TWO_TO_A_ROW_WIDTH else 1
 
     def resizeEvent(self, event) -> None:
         """The four panels fill the view as they did before any chart was added (added charts are
-        as tall and come below, reached by scrolling); never shorter than PANEL_MIN_HEIGHT."""
+        as tall and come below, reached by scrolling); never shorter than PANEL_MIN_HEIGHT. In a
+        view too narrow for two to a row they go one to a row, taller (ONE_TO_A_ROW_MIN_HEIGHT)."""
         super().resizeEvent(event)
+        columns = self._fitting_columns()
         margins = self.grid.contentsMargins()
         room = self.chart_area.height() - margins.top() - margins.bottom() - self.grid.verticalSpacing()
-        height = max(PANEL_MIN_HEIGHT, room // 2)      # two rows exactly: no scroll bar until a chart is added
-        if height != self._row_height:
+        # two rows exactly: no scroll bar until a chart is added
+        height = max(PANEL_MIN_HEIGHT if columns == 2 else ONE_TO_A_ROW_MIN_HEIGHT, room // 2)
+        if columns != self._columns:
+            self._columns, self._row_height = columns, height
+            self._place_charts()
+        elif height != self._row_height:
             self._row_height = height
             for plot in [*self.fixed, *self.added]:
                 plot.setMinimumHeight(height)

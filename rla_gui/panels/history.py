@@ -20,6 +20,7 @@ __all__ = ["COLUMNS", "HistoryPanel", "RunsFilter", "RunsModel", "duration_text"
 
 NOTES_SAVE_MS = 800      # notes and tags are saved this long after the last keystroke
 BUTTONS_PER_ROW = 2      # History's buttons in rows of two: its dock fits beside the run in an 800 px window
+NOTES_FRAME = 12         # the notes box's frame and document margins, around its lines
 
 
 class HistoryPanel(QtWidgets.QWidget):
@@ -65,6 +66,7 @@ class HistoryPanel(QtWidgets.QWidget):
         self.group_by: Column | None = None
         self.chosen: list[Column] = []
         self._widths: dict[str, int] = {}       # column id -> the width it was given (kept across restarts)
+        self._fitted_groups: tuple = ()      # the groups the tree's widths were last fitted to
         self.chooser: ColumnChooser | None = None
         self._remembered: DatabaseSettings | None = None     # None while a database's choices are applied
         self.filter = QtWidgets.QLineEdit()
@@ -102,6 +104,8 @@ class HistoryPanel(QtWidgets.QWidget):
         self.notes = QtWidgets.QPlainTextEdit()
         self.notes.setPlaceholderText("Notes on the selected run")
         self.notes.setMaximumHeight(70)
+        # two lines at least (not Qt's 70 px): History's column fits beside the run in a 600 px tall window
+        self.notes.setMinimumHeight(2 * self.notes.fontMetrics().lineSpacing() + NOTES_FRAME)
         self.tags = QtWidgets.QLineEdit()
         self.tags.setPlaceholderText("tags, comma separated")
         self.save_notes = QtWidgets.QPushButton("Save notes")
@@ -313,6 +317,12 @@ class HistoryPanel(QtWidgets.QWidget):
         rows = [r for r in self.model.rows if self.proxy.accepts(r)]
         self.groups.rebuild(rows, self.model.columns, self.group_by, header.sortIndicatorSection(),
                             header.sortIndicatorOrder() == QtCore.Qt.SortOrder.DescendingOrder)
+        labels = tuple(g.key for g in self.groups.groups)
+        if labels != self._fitted_groups:
+            # new groups (the first rows after a restart, a run of a new arm): their labels decide
+            # the first column's width; a refresh of the same groups keeps what the person set
+            self._fitted_groups = labels
+            self._fit_tree_columns()
         collapsed = set(self._collapsed)
         for i, group in enumerate(self.groups.groups):
             if group.key not in collapsed:

@@ -213,6 +213,9 @@ class PoolTablePanel(QWidget):
         # Sized to contents, never below a header's text: a column too wide for the dock scrolls,
         # it is not cut to "Las…". No stretched last section: Qt keeps it at least 100 px wide.
         header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+        # the header and a line at least (not Qt's 70 px): the right-hand docks fit a 600 px tall window
+        self.view.setMinimumHeight(header.sizeHint().height() + self.view.verticalHeader().defaultSectionSize()
+                                   + 2 * self.view.frameWidth())
         self.caption = QLabel(self)
         self.caption.setObjectName("pool_caption")
         self.caption.setTextFormat(Qt.TextFormat.PlainText)

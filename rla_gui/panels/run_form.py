@@ -12,7 +12,7 @@ from pathlib import Path
 
 from PySide6.QtCore import QObject, QSettings, QSignalBlocker, Qt, Signal, SignalInstance
 from PySide6.QtGui import QKeySequence, QShortcut
-from PySide6.QtWidgets import (QApplication, QComboBox, QFormLayout, QHBoxLayout, QLabel, QLineEdit,
+from PySide6.QtWidgets import (QApplication, QComboBox, QFormLayout, QLabel, QLineEdit,
                                QPushButton, QVBoxLayout, QWidget)
 
 from rla_engine.ablation.arms import AblationSpec
@@ -24,6 +24,7 @@ from rla_engine.text import printable
 from ..widgets import file_dialogs
 from ..widgets.ablation_dialog import AblationDialog, steps_per_second
 from ..widgets.config_form import ConfigForm
+from ..widgets.view_controls import FlowLayout, control_group
 
 DEFAULTS_LABEL = "(defaults)"
 TOML_FILTER = "TOML files (*.toml);;All files (*)"
@@ -127,12 +128,11 @@ class RunFormPanel(QWidget):
         top = QFormLayout()
         top.addRow("Preset", self.preset_combo)
         top.addRow("Run name", self.name_edit)
-        buttons = QHBoxLayout()
+        buttons = FlowLayout()      # one row in a wide dock, two in a narrow one (Start still at the right)
         buttons.addWidget(self.load_button)
         buttons.addWidget(self.save_button)
-        buttons.addStretch(1)
-        buttons.addWidget(self.ablation_button)
-        buttons.addWidget(self.start_button)
+        buttons.addStretch()
+        buttons.addWidget(control_group(self.ablation_button, self.start_button))
         column = QVBoxLayout(self)
         column.addLayout(top)
         column.addWidget(self.form, 1)

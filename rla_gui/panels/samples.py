@@ -40,6 +40,8 @@ CUT = "… (cut)"
 PICK_STEP = "Click a step in the dialogue to read the judge's reasoning."
 OUTCOME_COLORS: dict[str, QColor] = {VariantOutcome.ACCEPTED: GOOD_COLOR, VariantOutcome.REJECTED: BAD_COLOR,
                                      VariantOutcome.INVALID: UNREADABLE_COLOR}
+# a pane keeps two lines (not a scroll area's 70 px): the dock fits an 800 × 600 window
+PANE_MIN_HEIGHT = 40
 TIP_CHARS = 600               # a list item's tooltip: enough of a task to read, never a wall of text
 LATEST_TIP = ("Show the newest samples as they arrive. Step the iteration back (or type one) to read an "
               "earlier iteration's; tick this to follow the run again.")
@@ -345,6 +347,7 @@ class SamplesPanel(QWidget):
     def _split(self, orientation: Qt.Orientation, *widgets: QWidget, sizes: tuple[int, ...]) -> QSplitter:
         split = QSplitter(orientation, self)
         for w in widgets:
+            w.setMinimumHeight(PANE_MIN_HEIGHT)
             split.addWidget(w)
             split.setCollapsible(split.indexOf(w), False)
         split.setSizes(list(sizes))

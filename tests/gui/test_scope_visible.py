@@ -10,7 +10,7 @@ import subprocess
 import sys
 
 import pytest
-from PySide6 import QtCore, QtWidgets
+from PySide6 import QtCore, QtGui, QtWidgets
 
 from rla_engine import metrics
 from rla_engine.store import open_store
@@ -199,6 +199,23 @@ def test_column_widths_and_a_readable_health_dock(qtbot, tmp_path, aloop, ablati
         drive(listed(again), timeout=60)
         assert again.history.table.horizontalHeader().sectionSize(0) == 263
     assert health >= 260, f"the Training health dock opens {health} px tall"
+
+
+def test_a_grouped_history_reopens_with_its_group_labels_readable(qtbot, tmp_path, aloop, ablations_db, drive):
+    """Grouped by arm when the console closed: on the next start the groups arrive after the
+    grouping is restored, and the first column still fits their labels (it opened cut to "arm …")."""
+    with shown_window(qtbot, ablations_db, tmp_path) as win:
+        drive(listed(win), timeout=60)
+        win.history.set_group_by("run:arm")
+    with shown_window(qtbot, ablations_db, tmp_path) as again:
+        drive(listed(again), timeout=60)
+        tree = again.history.tree
+        drive(until(lambda: tree.model().rowCount() > 0, what="the groups"), timeout=30)
+        font = QtGui.QFont(tree.font())
+        font.setBold(True)
+        widest = max(QtGui.QFontMetrics(font).horizontalAdvance(tree.model().index(i, 0).data())
+                     for i in range(tree.model().rowCount()))
+        assert tree.columnWidth(0) >= widest + tree.indentation(), (tree.columnWidth(0), widest)
 
 
 # -- live and paused runs: said on opening, listed on leaving ------------------------------------
