@@ -140,7 +140,7 @@ def test_the_sample_keeps_the_first_and_the_last_and_never_thins_a_rare_kind(bun
 def test_choosing_a_kind_among_a_long_runs_events_does_not_freeze_the_window(qtbot):
     """A long run's 100,000 events: the filter by kind answers in a blink. Through a
     QSortFilterProxyModel (Python asked once per row) it took 1 to 3 seconds on this machine, with
-    the window frozen; in the model it takes ~20 ms. The bound leaves room for a loaded machine."""
+    the window frozen; in the model it takes ~20 ms. The bound, in CPU time, leaves room for a slow machine."""
     import time
 
     from rla_gui.panels.event_log import EventLogPanel
@@ -152,10 +152,10 @@ def test_choosing_a_kind_among_a_long_runs_events_does_not_freeze_the_window(qtb
     kinds = [EventKind.VARIANT_ACCEPTED, EventKind.VARIANT_REJECTED, EventKind.VARIANT_REJECTED, EventKind.ALERT]
     log.append([{"id": i, "iteration": i // 6, "t": 1e9 + i, "kind": kinds[i % 4],
                  "payload": {"slot": i % 64, "state": "raised", "alert": "x"}} for i in range(100_000)])
-    started = time.perf_counter()
+    started = time.process_time()       # this process's CPU: other processes' load does not count
     log.show_kind(EventKind.ALERT)
     qtbot.wait(1)
-    took = time.perf_counter() - started
+    took = time.process_time() - started
     assert log.row_count() == 25_000 and log.event_at(0)["kind"] == EventKind.ALERT
     assert took < 0.5, f"choosing a kind took {took:.2f} s"
     log.append([{"id": 100_000, "iteration": 20_000, "t": 2e9, "kind": EventKind.ALERT, "payload": {}},
