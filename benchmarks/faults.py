@@ -130,7 +130,10 @@ class Killer:
         folder = ckpt_dir(self.db, run_id)
         left_before = set(tmp_files(folder))
         remaining = max(1, self.n - max(eng.progress(), 0))
-        est = (self.startup_s if eng.progress() == 0 else 0) + remaining * self.iter_s
+        # the start-up left, not all of it: the engine has lived since `started` (waiting for its run
+        # row took a part), and counting the whole start-up again let random kills land after the end
+        startup_left = max(0.1, self.startup_s - (time.monotonic() - eng.started)) if eng.progress() == 0 else 0
+        est = startup_left + remaining * self.iter_s
         if mode in ("commit", "checkpoint"):
             delay = self.rng.uniform(0, 0.6 * remaining * self.iter_s)
         else:
