@@ -56,17 +56,21 @@ class Column:
         if self.kind == FIELD:
             return row.get(self.key)
         if self.kind == RUN:
-            return arm_of(row) if self.key == "arm" else row.get(_RUN_FIELDS[self.key])
+            return arm_of(row) if self.key in (ARM, POOLED_ARM) else row.get(_RUN_FIELDS[self.key])
         return (row.get("columns") or {}).get(self.id)
 
 
-_RUN_FIELDS = {"arm": "name", "group": "group_id", "status": "status", "preset": "preset"}
+ARM, POOLED_ARM = "arm", "arm_pooled"
+# an arm groups within its ablation; the pooled arm across ablations (a group that then mixes
+# presets or budgets says so): what a run row says, by the key of its `run:` column
+_RUN_FIELDS = {ARM: "name", POOLED_ARM: "name", "group": "group_id", "status": "status", "preset": "preset"}
+_RUN_TITLES = {POOLED_ARM: "arm (every ablation)"}
 
 FIXED = [Column(f"field:{key}", FIELD, key, title) for title, key in (
     ("name", "name"), ("status", "status"), ("preset", "preset"), ("started", "started_at"),
     ("duration", "duration"), ("iter", "iteration"), ("success", metrics.SUCCESS), ("eval", metrics.EVAL_SUCCESS),
     ("μ", metrics.MU), ("difficulty", metrics.DIFFICULTY_MEAN), ("id", "id"))]
-RUN_COLUMNS = [Column(f"run:{key}", RUN, key, key) for key in _RUN_FIELDS]
+RUN_COLUMNS = [Column(f"run:{key}", RUN, key, _RUN_TITLES.get(key, key)) for key in _RUN_FIELDS]
 
 
 def config_column(key: str) -> Column:
@@ -194,7 +198,7 @@ def group_label(column: Column, value: Any, ablation: str | None = None) -> str:
 def _scoped(column: Column, row: Mapping[str, Any]) -> str | None:
     """The ablation an arm is grouped within: the same arm of two ablations (a 100k-step tiny one
     and a 500k quickstart one) is two groups, never one mean."""
-    if column.kind != RUN or column.key != "arm" or not row.get("group_id"):
+    if column.kind != RUN or column.key != ARM or not row.get("group_id"):
         return None
     return str(row["group_id"])
 

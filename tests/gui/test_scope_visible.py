@@ -76,9 +76,14 @@ def test_an_arm_is_grouped_within_its_ablation_and_a_group_mixing_budgets_warns(
         history.set_columns(["config:policy.lam"])
         history.set_group_by("run:arm")
         by_arm = group_rows_shown(history)
+        history.set_group_by("run:arm_pooled")          # asked for: one arm across ablations
+        pooled = group_rows_shown(history)
         history.set_group_by("config:policy.lam")
-        return by_arm, group_rows_shown(history)
-    by_arm, by_lam = drive(scenario(), timeout=60)
+        return by_arm, pooled, group_rows_shown(history)
+    by_arm, pooled, by_lam = drive(scenario(), timeout=60)
+    [(text, tip)] = pooled
+    assert "arm (every ablation) = full" in text and "(4 runs)" in text and "⚠ mixes" in text, text
+    assert "100000" in tip and "500000" in tip, tip
     # "full" of the 100k ablation and "full" of the 500k one: two groups of two, never one of four
     assert len(by_arm) == 2, by_arm
     assert all("full" in text and "(2 runs)" in text and "⚠" not in text for text, _ in by_arm), by_arm
