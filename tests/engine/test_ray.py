@@ -198,7 +198,9 @@ def test_a_stop_during_a_slow_iteration_cancels_it_and_keeps_what_was_committed(
 def test_rla_run_on_ray_pauses_resumes_and_completes_like_a_local_run(cluster, tmp_path, monkeypatch):
     db = tmp_path / "r.db"
     monkeypatch.setenv("RAY_ADDRESS", cluster.address)      # the run joins this cluster
-    proc = spawn(db, "run", *TINY, "--executor", "ray", "--iterations", "4", "--set", FIXED, "--name", "on ray")
+    # 12 iterations, the pause sent after the 2nd: with 4, a loaded machine could finish the run
+    # before the engine read the command, and the test waited for a pause that could not come
+    proc = spawn(db, "run", *TINY, "--executor", "ray", "--iterations", "12", "--set", FIXED, "--name", "on ray")
     store = open_store(db)
     run_id = wait_for(lambda: store.list_runs() and store.list_runs()[0]["id"], timeout=90, what="the run row")
     wait_for(lambda: store.get_run(run_id)["iteration"] >= 2, timeout=90, what="iteration 2")
@@ -212,7 +214,7 @@ def test_rla_run_on_ray_pauses_resumes_and_completes_like_a_local_run(cluster, t
     assert store.get_run(run_id)["status"] == "completed"
     kinds = [e["kind"] for e in store.events(run_id)]
     assert {"placed", "pause", "resume", "completed"} <= set(kinds)
-    assert len(store.metrics_by_iteration(run_id)) == 4
+    assert len(store.metrics_by_iteration(run_id)) == 12
 
 
 def test_an_ablation_on_ray_spreads_its_runs_over_both_nodes(cluster, tmp_path, monkeypatch):
