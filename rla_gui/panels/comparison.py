@@ -32,6 +32,7 @@ from ..widgets.metric_plot import MetricCurve
 from ..widgets.plain_text import auto_text, plain_label
 from ..widgets.readout import HoverReadout, add_legend, set_title
 from ..widgets.view_controls import ViewControls
+from .dashboard import ONE_TO_A_ROW_MIN_HEIGHT, TWO_TO_A_ROW_WIDTH
 
 READOUT_NAME_CHARS = 24     # a run's name in a read-out: long ones made it wider than the plot
 # tall enough that a read-out of six runs and a legend of two rows leave the curves room; when the
@@ -244,6 +245,16 @@ class FittedTable(QtWidgets.QTableWidget):
             self.fit_columns()
 
 
+class ChartsArea(QtWidgets.QScrollArea):
+    """The charts' scroll area, saying when its size changed: how many charts fit in a row
+    depends on its width, which the view's own resize does not yet know."""
+    resized = QtCore.Signal()
+
+    def resizeEvent(self, event: QtGui.QResizeEvent) -> None:
+        super().resizeEvent(event)
+        self.resized.emit()
+
+
 class ComparisonView(OverComparison, QtWidgets.QWidget):
     """The comparison of a model.comparison.Comparison: runs (`ComparisonPanel`) or groups
     (`GroupComparisonPanel`); each remembers its view bar under its own settings group."""
@@ -260,12 +271,11 @@ class ComparisonView(OverComparison, QtWidgets.QWidget):
         self.view.changed.connect(self._apply_view)
         self.plots = [ComparePlot(p) for p in PANELS]
         self.grid = grid = QtWidgets.QGridLayout()
-        for i, plot in enumerate(self.plots):
-            # the dashboard's 2 × 2 of the four panels, the losses (a dock there) a lower strip below
-            grid.addWidget(self._with_key_box(plot), i // 2, i % 2, 1, 2 if plot.panel is LOSSES else 1)
-        for row, stretch in enumerate((3, 3, 2)):
-            grid.setRowStretch(row, stretch)
+        self._columns = 2
+        for plot in self.plots:
+            grid.addWidget(self._with_key_box(plot), 0, 0)      # the grid owns it; _place_charts places it
         self.added: list[ComparePlot] = []
+        self._place_charts()
         self.add_button = QtWidgets.QPushButton("Add chart…")
         self.add_button.setToolTip("A chart of any metric key the runs stored, one curve per "
                                    + ("group" if comparison.by_group else "run"))
@@ -273,7 +283,8 @@ class ComparisonView(OverComparison, QtWidgets.QWidget):
         self.view.bar.addWidget(self.add_button)
         inner = QtWidgets.QWidget()
         inner.setLayout(grid)
-        charts = QtWidgets.QScrollArea()
+        self.charts = charts = ChartsArea()
+        charts.resized.connect(self._fit_columns)
         charts.setWidgetResizable(True)
         charts.setFrameShape(QtWidgets.QFrame.Shape.NoFrame)
         charts.setWidget(inner)
@@ -365,9 +376,8 @@ class ComparisonView(OverComparison, QtWidgets.QWidget):
         plot.plotItem.vb.menu.addAction("Remove chart").triggered.connect(lambda: self.remove_chart(plot))
         self.added.append(plot)
         self.plots.append(plot)
-        row = 3 + (len(self.added) - 1) // 2
-        self.grid.addWidget(self._with_key_box(plot), row, (len(self.added) - 1) % 2)
-        self.grid.setRowStretch(row, 3)
+        self.grid.addWidget(self._with_key_box(plot), 0, 0)
+        self._place_charts()
         plot.set_comparison(self.comparison)
         self._apply_view()
         return plot
@@ -378,6 +388,35 @@ class ComparisonView(OverComparison, QtWidgets.QWidget):
         box = plot.parentWidget()
         self.grid.removeWidget(box)
         box.deleteLater()
+        self._place_charts()
+
+    def _place_charts(self) -> None:
+        """The dashboard's 2 × 2 of the four panels, the losses (a dock there) a strip across below
+        them, added charts two to a row under it; in a view too narrow for two to a row (an
+        800 × 600 window) every chart one to a row, ONE_TO_A_ROW_MIN_HEIGHT tall, and the view scrolls."""
+        boxes = [plot.parentWidget() for plot in self.plots]
+        for box in boxes:
+            self.grid.removeWidget(box)
+        two = self._columns == 2
+        cells = ([(i // 2, i % 2, 2 if plot.panel is LOSSES else 1) for i, plot in enumerate(self.plots[:len(PANELS)])]
+                 + [(3 + j // 2, j % 2, 1) for j in range(len(self.added))]) if two else \
+            [(i, 0, 1) for i in range(len(self.plots))]
+        for box, (row, column, span) in zip(boxes, cells):
+            self.grid.addWidget(box, row, column, 1, span)
+            box.setMinimumHeight(0 if two else ONE_TO_A_ROW_MIN_HEIGHT)
+        rows = max(row for row, _, _ in cells) + 1
+        for row in range(max(rows, self.grid.rowCount())):
+            self.grid.setRowStretch(row, 0 if row >= rows else 2 if two and row == 2 else 3)
+        for column in (0, 1):
+            self.grid.setColumnStretch(column, 1 if column < self._columns else 0)
+
+    @guarded()
+    def _fit_columns(self) -> None:
+        room = self.charts.viewport().width() - self.grid.horizontalSpacing()
+        columns = 2 if room >= 2 * TWO_TO_A_ROW_WIDTH else 1
+        if columns != self._columns:
+            self._columns = columns
+            self._place_charts()
 
     def _apply_view(self) -> None:
         v = self.view

@@ -164,3 +164,22 @@ def test_runs_and_groups_take_their_colours_from_one_place(qtbot, recorded_runs)
     model = Comparison.of_runs(recorded_runs)
     assert model.differing() == config_differences([r["config"] for r, _ in recorded_runs])
     assert [label for label, _ in model.groups] == [r["name"] for r, _ in recorded_runs]
+
+
+def test_a_narrow_comparison_puts_its_charts_one_to_a_row(qtbot, recorded_runs):
+    """Six runs at 800 × 600 (an ablation opened at the end, the docks beside it): two charts to a
+    row left each a sliver under its six-entry legend. Narrow, every chart takes the whole width,
+    one to a row, tall enough for its curves; wide again, the 2 × 2 and the losses strip return."""
+    panel = shown(qtbot, ComparisonPanel(recorded_runs), size=(420, 600))
+    panel.add_chart([metrics.LOSS_KL])
+    settle(panel)
+    boxes = [plot.parentWidget() for plot in panel.plots]
+    width = panel.charts.viewport().width()
+    assert len({box.x() for box in boxes}) == 1 and all(box.width() >= 0.9 * width for box in boxes)
+    assert all(plot.plotItem.vb.height() >= 60 for plot in panel.plots), [p.plotItem.vb.height() for p in panel.plots]
+    panel.resize(1200, 900)
+    settle(panel)
+    policy, agreement, losses = (panel.plots[0].parentWidget(), panel.plots[1].parentWidget(),
+                                 panel.plots[4].parentWidget())
+    assert policy.y() == agreement.y() and policy.x() < agreement.x()          # side by side
+    assert losses.width() > 1.5 * policy.width()                               # the strip across
