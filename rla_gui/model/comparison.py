@@ -26,7 +26,7 @@ from rla_engine.vocabulary import LIVE
 
 from .panel_spec import PALETTE, short
 from .run_columns import count_text
-from .run_data import RunData, ema
+from .run_data import RunData
 
 Runs = list[tuple[dict, RunData]]
 Groups = list[tuple[str, Runs]]
@@ -231,13 +231,3 @@ class Comparison:
 def _name(run: dict) -> str:
     name = run.get("name")
     return "" if name is None else str(name)
-
-
-# -- smoothing a group ----------------------------------------------------------------------------
-def smoothed(y: np.ndarray, weight: float) -> np.ndarray:
-    """`y` smoothed as a run's curve is (run_data.ema), at any magnitude: the moving average is
-    linear, so it is taken of `y` scaled by a power of two (exact) and scaled back — values near
-    the largest float (an imported 1.5e308) would overflow its weights otherwise."""
-    finite = np.abs(y[np.isfinite(y)]) if len(y) else y
-    exponent = int(np.frexp(finite.max())[1]) if len(finite) else 0
-    return np.ldexp(ema(np.ldexp(y, -exponent), weight), exponent)

@@ -6,6 +6,7 @@ time since the run's first stored iteration.
 """
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping
 
 import numpy as np
@@ -174,16 +175,31 @@ class RunData:
         return col.val[idx]
 
 
+# From here a value's EMA weights (up to e**600 in a chunk) could overflow a float: the series is
+# scaled by a power of two first (exact, and the average is linear, so scaled back it is the same)
+SCALE_ABOVE = 1e40
+
+
 def ema(y: np.ndarray, weight: float, state: float = 0.0, seen: int = 0) -> np.ndarray:
     """Debiased exponential moving average (as TensorBoard's smoothing), vectorised in chunks
-    short enough that weight**-k cannot overflow. `state`/`seen` continue an earlier call
-    (see ema_state), so appends cost only their own length."""
+    short enough that weight**-k cannot overflow, at any magnitude (an imported 1.5e308 too).
+    `state`/`seen` continue an earlier call (see ema_state), so appends cost only their own length."""
     if weight <= 0 or len(y) == 0:
         return np.asarray(y, dtype=np.float64)
+    y = np.asarray(y, dtype=np.float64)
+    finite = np.abs(y[np.isfinite(y)])
+    top = max(float(finite.max()) if len(finite) else 0.0, abs(state) if math.isfinite(state) else 0.0)
+    if top <= SCALE_ABOVE:
+        return _ema(y, weight, state, seen)
+    exponent = int(np.frexp(top)[1])
+    return np.ldexp(_ema(np.ldexp(y, -exponent), weight, math.ldexp(state, -exponent), seen), exponent)
+
+
+def _ema(y: np.ndarray, weight: float, state: float, seen: int) -> np.ndarray:
     out = np.empty(len(y), dtype=np.float64)
     chunk = int(max(1, min(4096, 600 / -np.log(weight))))
     for start in range(0, len(y), chunk):
-        seg = np.asarray(y[start:start + chunk], dtype=np.float64)
+        seg = y[start:start + chunk]
         k = np.arange(1, len(seg) + 1, dtype=np.float64)
         acc = np.cumsum(seg * (1 - weight) * weight ** -k)
         raw = weight ** k * (state + acc)

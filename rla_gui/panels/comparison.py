@@ -21,10 +21,10 @@ from PySide6 import QtCore, QtGui, QtWidgets
 from rla_engine.text import printable
 
 from ..guard import guarded
-from ..model.comparison import Comparison, Groups, Runs, colour_of, smoothed
+from ..model.comparison import Comparison, Groups, Runs, colour_of
 from ..model.mean_curve import grid_of, mean_curve
 from ..model.panel_spec import LOSSES, PANELS, Panel, chart_title, short
-from ..model.run_data import X_AXES, hidden_on_log, log_y_note
+from ..model.run_data import X_AXES, ema, hidden_on_log, log_y_note
 from ..widgets.chart_export import Shown, add_chart_export
 from ..widgets.key_picker import KeyPicker
 from ..widgets.mean_band import MeanBandCurve
@@ -72,7 +72,7 @@ class GroupCurve(MeanBandCurve):
             x, mean, _ = mean_curve(series, grid_of(series))
             self.raw.setData(x, mean)
             self.raw.show()
-            series = [(x, smoothed(y, smoothing)) for x, y in series]
+            series = [(x, ema(y, smoothing)) for x, y in series]
         else:
             self.raw.hide()
         self.draw(series)

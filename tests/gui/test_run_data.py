@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 from rla_engine import metrics
-from rla_gui.model.run_data import X_AXES, RunData, ema
+from rla_gui.model.run_data import X_AXES, RunData, ema, ema_state
 
 
 def reference_ema(y, w):
@@ -101,3 +101,14 @@ def test_history_selection_follows_the_run_when_rows_come_and_go(qtbot):
     assert panel.notes.toPlainText() == "typed, not saved"             # the user's typing survives
     panel.set_runs([row("C", 3.0), row("B", 1.0)])                    # A deleted elsewhere
     assert panel.selected_ids() == []
+
+
+def test_ema_of_values_near_the_largest_float_is_finite_and_continues_as_one_call():
+    """An imported run of 1.5e308s: its smoothed curve (a run's, not only a group's) is drawn, not
+    lost to overflowing weights; continuing from the state gives what one call over all gives."""
+    y = np.array([1.5e308, 1.6e308, 1.4e308, 1.7e308, 1.5e308])
+    whole = ema(y, 0.6)
+    assert np.all(np.isfinite(whole)) and 1.4e308 <= whole.min() and whole.max() <= 1.7e308
+    first = ema(y[:3], 0.6)
+    rest = ema(y[3:], 0.6, ema_state(first[-1], 0.6, 3), 3)
+    assert np.allclose(np.concatenate([first, rest]), whole, rtol=1e-12)
