@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: setup run test lint bench soak clean
+.PHONY: setup bubblewrap run test lint bench soak clean
 
 setup: $(STAMP)
 
@@ -15,6 +15,7 @@ setup: $(STAMP)
 # language-model tests run everywhere (transformers, no model downloads: tests build tiny ones), and so do
 # the Ray executor's (a two-node Ray cluster on this machine).
 $(STAMP): pyproject.toml
+	@$(MAKE) --no-print-directory bubblewrap
 	@test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	@echo "setting up $(VENV) (torch CPU build, then the project with its test extra)…"
 	@{ $(BIN)/python -m pip install --upgrade pip && \
@@ -22,6 +23,15 @@ $(STAMP): pyproject.toml
 	   $(BIN)/python -m pip install -e '.[test,lint,llm,ray]'; } > $(VENV)/setup.log 2>&1 \
 	   || { cat $(VENV)/setup.log; echo "setup failed (log: $(VENV)/setup.log)"; exit 1; }
 	@touch $(STAMP)
+
+# the sandbox of model-written programs (rla_engine/sandbox) isolates them with bubblewrap; as root
+# on Debian/Ubuntu it is installed here, otherwise `rla sandbox check` says what is missing
+bubblewrap:
+	@command -v bwrap >/dev/null || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && \
+	   { echo "installing bubblewrap (the sandbox for model-written programs)…"; \
+	     (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap) >/dev/null 2>&1 \
+	     || { echo "installing bubblewrap failed: run apt-get install bubblewrap"; exit 1; }; }; } \
+	   || echo "bubblewrap is not installed (not root, or no apt-get): the sandbox falls back (rla sandbox check)"
 
 run: setup
 	@$(BIN)/rla-gui

@@ -31,6 +31,7 @@ from .names import config_label, default_group
 from .output import say
 from .ablation.arms import check_group
 from .paths import RunBusy, UnsafeRunId, check_run_id, default_db_path, lock_group, unlock_run
+from .sandbox import command as sandbox_command
 from .store import StoreError, new_run_id, open_store
 from .spread import mean_std
 from .summary import FINAL, SUMMARY_KEYS, figure, run_duration
@@ -92,6 +93,7 @@ def _parser() -> argparse.ArgumentParser:
     res.add_argument(UNOWNED_FLAG, action="store_true",
                      help="load a checkpoint that names no owner (an older version's, or one stripped of its "
                           "signature) although this database signs its own: it may come from another run or database")
+    sandbox_command.add_parser(sub)
     doc = sub.add_parser("doctor", help="find what deleted runs left (rows of no run, checkpoint folders); "
                                         "--fix removes it")
     doc.add_argument("--fix", action="store_true", help="remove what was found")
@@ -363,7 +365,8 @@ def cmd_import(a) -> int:
 
 
 COMMANDS = {"run": cmd_run, "ablate": cmd_ablate, "resume": cmd_resume, "runs": cmd_runs, "show": cmd_show,
-            "presets": cmd_presets, "export": cmd_export, "import": cmd_import, "doctor": cmd_doctor}
+            "presets": cmd_presets, "export": cmd_export, "import": cmd_import, "doctor": cmd_doctor,
+            "sandbox": sandbox_command.main}
 
 
 def main(argv: list[str] | None = None) -> int:
