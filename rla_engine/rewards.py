@@ -14,6 +14,8 @@ __all__ = [
     "accept_candidate",
     "adaptation_direction",
     "balance",
+    "coding_policy_rewards",
+    "coding_policy_trained",
     "empirical_precision",
     "judge_rewards",
     "normalize_per_step",
@@ -21,6 +23,8 @@ __all__ = [
     "policy_step_rewards",
     "precision_bound",
     "transformed_policy_step_rewards",
+    "unit_test_quality",
+    "unit_test_rewards",
 ]
 
 # Below this population std a per-step group counts as constant (SPEC §3).
@@ -300,3 +304,115 @@ def empirical_precision(groups) -> float:
     if not per_task:
         return math.nan
     return math.fsum(per_task) / len(per_task)
+
+
+# ---------------------------------------------------------------- coding setting (docs/coding.md)
+# Open-AgentRL reward/llm_rl_reward.py at commit 1fe5dbd; line numbers below refer to it.
+
+
+def _bools(xs, what: str) -> list[bool]:
+    if isinstance(xs, (str, bytes)):
+        raise ValueError(f"{what} must be a list of bools, got {xs!r}")
+    out = list(xs)
+    for i, x in enumerate(out):
+        if not isinstance(x, bool):
+            raise ValueError(f"{what}[{i}] must be a bool, got {x!r}")
+    return out
+
+
+def coding_policy_rewards(pass_ratios) -> list[float]:
+    """One task's R program rewards: each program's ground-truth pass ratio, z-scored over the R
+    programs (population std; all 0 when std <= STD_EPS, where the official code tests std == 0,
+    llm_rl_reward.py:23-31, 207-217). Truncated programs must come in with ratio 0 (l.146-157)."""
+    raw = [_acc(x, f"pass ratio {r}") for r, x in enumerate(pass_ratios)]
+    if not raw:
+        return []
+    mean, std = _mean_std(raw)
+    if std <= STD_EPS:
+        return [0.0] * len(raw)
+    return [(x - mean) / std for x in raw]
+
+
+def coding_policy_trained(pass_all, low=0.2, high=0.8) -> bool:
+    """Whether a task's programs train (and its tests train the test generator): low <= share <=
+    high, share = the fraction of its programs passing every ground-truth test, 0 with none. Both
+    bounds inclusive: the official skips only `proportion > 0.8 or proportion < 0.2` (l.222-225)."""
+    flags = _bools(pass_all, "pass_all")
+    low, high = _band(low, high)
+    share = sum(flags) / len(flags) if flags else 0.0
+    return low <= share <= high
+
+
+def _test_matrix(passes, program_correct) -> tuple[list[list[bool]], list[bool]]:
+    """Validated (passes as bools, correct): an invalid test (None) fails every program, as the
+    official execute.py:297-300 writes False for an "Invalid Test"."""
+    correct = _bools(program_correct, "program_correct")
+    if isinstance(passes, (str, bytes)):
+        raise ValueError(f"passes must be a list of rows, got {passes!r}")
+    rows = []
+    for k, row in enumerate(passes):
+        if isinstance(row, (str, bytes)):
+            raise ValueError(f"passes[{k}] must be a list, got {row!r}")
+        row = list(row)
+        if len(row) != len(correct):
+            raise ValueError(f"passes[{k}] has {len(row)} entries for {len(correct)} programs")
+        for r, x in enumerate(row):
+            if x is not None and not isinstance(x, bool):
+                raise ValueError(f"passes[{k}][{r}] must be True, False or None, got {x!r}")
+        rows.append([x is True for x in row])
+    return rows, correct
+
+
+def unit_test_rewards(passes, program_correct) -> list[float] | None:
+    """One task's K generated-test rewards, or None when the task is skipped.
+
+    passes[k][r]: program r passes generated test k (None: test k is invalid, i.e. it fails every
+    program); program_correct[r]: program r passes all ground-truth tests. A test is correct when
+    every correct program passes it (l.285). Raw reward: with no wrong program +1 for a correct test
+    and -1 otherwise (l.287-289); else a correct test earns the number of wrong programs it fails
+    (l.294, 298) and an incorrect one minus the number of wrong programs it passes (l.295, 300), so
+    an invalid test scores 0 (or -1 when there is no wrong program). The K raw rewards are z-scored
+    over the task's tests (l.318; std <= STD_EPS -> all 0). Skipped (None): no test (l.267-269) or
+    no correct program (l.272-273).
+    """
+    rows, correct = _test_matrix(passes, program_correct)
+    good = [r for r, c in enumerate(correct) if c]
+    wrong = [r for r, c in enumerate(correct) if not c]
+    if not rows or not good:
+        return None
+    raw = []
+    for row in rows:
+        correct_test = all(row[r] for r in good)
+        if not wrong:
+            raw.append(1.0 if correct_test else -1.0)
+        elif correct_test:
+            raw.append(float(sum(1 for r in wrong if not row[r])))
+        else:
+            raw.append(-float(sum(1 for r in wrong if row[r])))
+    mean, std = _mean_std(raw)
+    if std <= STD_EPS:
+        return [0.0] * len(raw)
+    return [(x - mean) / std for x in raw]
+
+
+def unit_test_quality(passes, program_correct) -> tuple[float, float]:
+    """(syn_ut_acc, perfect_ut_rate) of one task's K generated tests (l.104-202).
+
+    syn_ut_acc: the share of tests every correct program passes; nan when the task has no correct
+    program or no test (the official leaves such tasks out of the denominator, l.186).
+    perfect_ut_rate: the share that every correct program passes and every wrong program fails; nan
+    unless the task has both kinds of program (l.193-194). Invalid tests count, as failed by all.
+    Over a batch the official sums tests over the counted tasks (a micro mean; equal K per task
+    makes it the mean of these per-task shares).
+    """
+    rows, correct = _test_matrix(passes, program_correct)
+    good = [r for r, c in enumerate(correct) if c]
+    wrong = [r for r, c in enumerate(correct) if not c]
+    if not rows or not good:
+        return math.nan, math.nan
+    ok = [all(row[r] for r in good) for row in rows]
+    acc = sum(ok) / len(rows)
+    if not wrong:
+        return acc, math.nan
+    perfect = sum(1 for row, o in zip(rows, ok) if o and not any(row[r] for r in wrong))
+    return acc, perfect / len(rows)

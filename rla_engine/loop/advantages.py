@@ -112,3 +112,77 @@ def outcome_balanced_weights(success: torch.Tensor) -> torch.Tensor:
     if n_s == 0 or n_s == n:
         return torch.ones(n, device=success.device)
     return torch.where(success, n / (2.0 * n_s), n / (2.0 * (n - n_s))).float()
+
+
+# ---- the coding setting (docs/coding.md): twins of rewards.coding_policy_* and rewards.unit_test_*
+# G tasks × R programs (B = G·R, task-major) × K generated tests.
+
+
+def _zscore_rows(x: torch.Tensor) -> torch.Tensor:
+    """z-score along the last dim (population std), 0 where the std ≤ STD_EPS; double."""
+    x = x.double()
+    if x.numel() == 0:   # no test or no task: nothing to score, and var() of nothing warns
+        return x
+    mean = x.mean(-1, keepdim=True)
+    std = x.var(-1, unbiased=False, keepdim=True).sqrt()
+    ok = std > STD_EPS
+    return torch.where(ok, (x - mean) / torch.where(ok, std, torch.ones_like(std)), torch.zeros_like(x))
+
+
+def coding_policy_advantages(pass_ratio: torch.Tensor, rollouts: int) -> torch.Tensor:
+    """Program rewards [B]: each ground-truth pass ratio z-scored over its task's R programs."""
+    return _zscore_rows(pass_ratio.view(-1, rollouts)).view(-1).float()
+
+
+def coding_policy_band(pass_all: torch.Tensor, rollouts: int, low: float = 0.2, high: float = 0.8) -> torch.Tensor:
+    """[G] bool: the task trains, low ≤ (share of its programs passing every ground-truth test) ≤ high.
+    The share is k/R in double, which rounds exactly as the reference's Python k/R."""
+    share = pass_all.view(-1, rollouts).double().mean(-1)
+    return (share >= low) & (share <= high)
+
+
+def _test_counts(passes: torch.Tensor, correct: torch.Tensor) -> tuple[torch.Tensor, ...]:
+    """(correct_test [G,K], wrong_fail [G,K], wrong_pass [G,K], n_wrong [G,1]). An invalid test (0)
+    passes nothing, as the official execution writes False for it."""
+    ok = passes > 0
+    good = correct.unsqueeze(1)
+    correct_test = (ok | ~good).all(-1)
+    wrong_fail = (~ok & ~good).sum(-1)
+    wrong_pass = (ok & ~good).sum(-1)
+    n_wrong = (~correct).sum(-1, keepdim=True)
+    return correct_test, wrong_fail, wrong_pass, n_wrong
+
+
+def unit_test_advantages(passes: torch.Tensor, correct: torch.Tensor,
+                         in_band: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """Generated-test rewards [G, K] and which tasks train the test generator [G] bool.
+
+    passes [G, K, R] int8: +1 program r passes test k, −1 fails, 0 test k invalid; correct [G, R]:
+    program r passes all ground-truth tests. Raw: with no wrong program ±1 by whether every correct
+    program passes the test; else #wrong programs failed for such a test, −#wrong programs passed
+    otherwise; z-scored over the K tests. Rewards are 0 for a task without a correct program, which
+    never trains; pass `in_band` (coding_policy_band) to also drop the tasks the policy skips, as the
+    official does."""
+    correct_test, wrong_fail, wrong_pass, n_wrong = _test_counts(passes, correct)
+    raw = torch.where(n_wrong == 0, correct_test.double() * 2 - 1,
+                      torch.where(correct_test, wrong_fail.double(), -wrong_pass.double()))
+    trained = correct.any(-1) & (passes.shape[1] > 0)
+    z = _zscore_rows(raw) * trained.unsqueeze(-1)
+    if in_band is not None:
+        trained = trained & in_band
+    return z.float(), trained
+
+
+def unit_test_quality(passes: torch.Tensor, correct: torch.Tensor) -> tuple[float, float]:
+    """(syn_ut_acc, perfect_ut_rate) over the batch, the official micro means: the share of generated
+    tests every correct program passes, over tasks with a correct program; the share that also every
+    wrong program fails, over tasks with both kinds. nan where no task counts."""
+    correct_test, _, wrong_pass, n_wrong = _test_counts(passes, correct)
+    k = passes.shape[1]
+    has_good = correct.any(-1)
+    both = has_good & (n_wrong.squeeze(-1) > 0)
+    acc_den = int(has_good.sum()) * k
+    perfect_den = int(both.sum()) * k
+    acc = float((correct_test & has_good.unsqueeze(-1)).sum()) / acc_den if acc_den else float("nan")
+    perfect = correct_test & (wrong_pass == 0) & both.unsqueeze(-1)
+    return acc, float(perfect.sum()) / perfect_den if perfect_den else float("nan")
