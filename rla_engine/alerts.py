@@ -39,6 +39,7 @@ JUDGE_UNANIMOUS = "judge_unanimous"
 NONE_IN_BAND = "none_in_band"
 ENV_INVALID = "env_invalid"
 NOT_FINITE = "not_finite"
+SANDBOX_FAILING = "sandbox_failing"
 
 Event = tuple[str, dict[str, Any]]
 Measure = Callable[[Mapping[str, float]], float | None]
@@ -106,6 +107,13 @@ ALERTS: dict[str, AlertRule] = {r.name: r for r in (
               "Check env.model_path (a model able to write the variant's JSON), give it more env.max_new_tokens "
               "or a lower env.temperature, or use env.proposer = procedural.",
               reads=(metrics.INVALID, metrics.PENDING), measure=_invalid_share),
+    AlertRule(SANDBOX_FAILING, metrics.exec_status_key("sandbox_error"), ">", 0.02, "sandbox failing",
+              "More than 2 % of the programs' executions failed in the sandbox itself (not by the program's "
+              "doing): those tests are left out of every reward, so the policy and the test generator learn "
+              "from less than they were given.",
+              "Run `rla sandbox check` on the engine's machine (bubblewrap, user namespaces, free memory and "
+              "processes), lower sandbox.workers, or raise sandbox.memory_mb.",
+              reads=(metrics.exec_status_key("sandbox_error"),)),
     AlertRule(NOT_FINITE, metrics.LOSS_POLICY, "not finite", None, "loss not finite",
               "A loss or gradient norm of the policy or the judge is not finite (NaN or infinity); the run stops "
               "before the optimiser step can spread it.",

@@ -128,9 +128,16 @@ class PolicyConfig:
     mu_target: float = _f(1.5, "μ at which the gate lets the full λ through.", min=1.0, max=2.0, min_exclusive=True)
     mu_ema: float = _f(0.1, "EMA weight α of this iteration's μ in the gate's μ̂.", min=0.0, max=1.0,
                        min_exclusive=True)
+    source: str = _f("learned", "learned: the policy writes the answers (the paper). scripted — a DIAGNOSTIC for "
+                                "families that run programs (coding), not a learner: each program is the task's "
+                                "trusted reference solution or one of its mutants (off by one, a wrong "
+                                "operator, …), drawn at even odds, so that the sandbox, the test generator's "
+                                "rewards and every measure run on programs whose correctness is known; the "
+                                "policy is not trained.", choices=("learned", "scripted"))
 
 
 JUDGE_SOURCES = ("learned", "oracle")
+JUDGE_KINDS = ("steps", "tests")
 _OLD_FILES = (" A file or stored config that gives the policy's value and not the judge's (as all did before "
               "the judge had its own) gives the judge the policy's.")
 
@@ -176,10 +183,16 @@ class JudgeConfig:
                                      "judge's update takes every such verdict (those with a zero reward too) and "
                                      "loss/judge includes the bonus.",
                                 min=0.0, max=10.0)
+    kind: str = _f("steps", "What the reward model writes. steps: the generative step judge, m verdicts per step "
+                            "(SPEC §4). tests (the paper's coding setting; families that run programs): a unit-test "
+                            "generator, m tests per task, each run against every program of its group; its "
+                            "rewards are the official code's (docs/coding.md).", choices=JUDGE_KINDS)
     source: str = _f("learned", "learned: the judge gives the verdicts (the paper). oracle — a DIAGNOSTIC, not a "
                                 "learner: the family's oracle step labels replace the judge's verdicts (m copies "
                                 "of each step's label; the judge is not trained) — the ceiling a perfect judge "
-                                "would give.", choices=JUDGE_SOURCES)
+                                "would give. With judge.kind = tests, scripted tests replace the generator's: "
+                                "each a ground-truth test or a wrong one (a mutant's output), at even odds, "
+                                "written in the generator's format.", choices=JUDGE_SOURCES)
     oracle_noise: float = _f(0.0, "With judge.source = oracle: probability of flipping each of a step's m verdicts "
                                   "independently (an oracle with random, not systematic, errors; ignored with a "
                                   "learned judge).", min=0.0, max=1.0)
@@ -289,6 +302,22 @@ class ExecutorConfig:
 
 
 @dataclass
+class SandboxConfig:
+    """How model-written programs run (rla_engine/sandbox; the coding family). Other families never run code."""
+    require: str = _f("isolated", "isolated: run model-written code only with no network, as an unprivileged user "
+                                  "of its own, in its own process tree — inside bubblewrap (a private filesystem "
+                                  "too) or, where bubblewrap does not work, network and user namespaces as root; "
+                                  "a machine with neither refuses to start the run and says what is missing. any: "
+                                  "fall back to resource limits alone where nothing better works. `rla sandbox "
+                                  "check` lists each guarantee and whether it holds here.",
+                      choices=("isolated", "any"))
+    memory_mb: int = _f(512, "Address space of one program, in MiB (beyond it: memory_limit).", min=32, max=65536)
+    output_kb: int = _f(1024, "Output one program may write, in KiB (beyond it the program is killed: "
+                              "output_limit).", min=1, max=1_048_576)
+    workers: int = _f(0, "Programs run at once (0: one per CPU core).", min=0, max=1024)
+
+
+@dataclass
 class AlertsConfig:
     enabled: bool = _f(True, "Write an alert event while the loop is unhealthy as the theory says (μ ≤ 1, a "
                              "unanimous judge, no task in band, invalid environment-model answers, a non-finite "
@@ -308,6 +337,7 @@ class Config:
     eval: EvalConfig = field(default_factory=EvalConfig)
     run: RunConfig = field(default_factory=RunConfig)
     executor: ExecutorConfig = field(default_factory=ExecutorConfig)
+    sandbox: SandboxConfig = field(default_factory=SandboxConfig)
     alerts: AlertsConfig = field(default_factory=AlertsConfig)
 
     def to_dict(self) -> dict:
@@ -473,9 +503,38 @@ def _check_relations(cfg: Config) -> None:
     _check_backend(cfg)
     if cfg.judge.source == "oracle" and not family_spec(cfg.task.family).has_oracle:
         raise ConfigError("judge.source", "oracle", f"{cfg.task.family} has no oracle step labels; must be learned")
+    _check_judge_kind(cfg)
     if cfg.rollout.tasks_per_iter > cfg.task.pool_size:
         raise ConfigError("rollout.tasks_per_iter", cfg.rollout.tasks_per_iter,
                           f"must be ≤ task.pool_size = {cfg.task.pool_size}")
+
+
+def _check_judge_kind(cfg: Config) -> None:
+    """A unit-test generator needs programs to run, and its rewards are the official code's alone:
+    the step judge's options would be silently ignored, so they are refused instead."""
+    j, p = cfg.judge, cfg.policy
+    runs_programs = family_spec(cfg.task.family).runs_programs
+    if p.source == "scripted":
+        if not runs_programs:
+            raise ConfigError("policy.source", p.source, f"{cfg.task.family} does not run programs; scripted needs "
+                                                         "a family that does (coding); must be learned")
+        if cfg.env.strategy == "rlanything" and cfg.env.proposer != "procedural":
+            raise ConfigError("env.proposer", cfg.env.proposer, "must be procedural with policy.source = scripted "
+                                                                "(a language model's variant has no reference "
+                                                                "solution to script)")
+    if j.kind == "steps":
+        return
+    if not runs_programs:
+        raise ConfigError("judge.kind", j.kind, f"{cfg.task.family} does not run programs; tests needs a family "
+                                                "that does (coding); must be steps")
+    step_options = {"judge.unanimous": (j.unanimous, "zero"),
+                    "judge.weighting": (j.weighting, "paper"), "judge.verdict_entropy": (j.verdict_entropy, 0.0),
+                    "policy.step_verdicts": (p.step_verdicts, "paper"), "policy.mu_gate": (p.mu_gate, False),
+                    "policy.unanimous_groups": (p.unanimous_groups, False)}
+    for key, (value, plain) in step_options.items():
+        if value != plain:
+            raise ConfigError(key, value, f"must be {str(plain).lower()} with judge.kind = tests (a step judge's "
+                                          "option; the test generator's rewards are the official code's)")
 
 
 def _check_backend(cfg: Config) -> None:
@@ -566,7 +625,10 @@ def merge(cfg: Config, data: dict, where: str = "") -> Config:
 
 # Settings added after runs were stored, each with the value the runs stored before it ran with
 # (an option off, as the paper's form): current_settings fills them in for such runs.
-ADDED_SETTINGS = {"judge.verdict_entropy": 0.0}
+ADDED_SETTINGS = {"judge.verdict_entropy": 0.0, "judge.kind": "steps", "policy.source": "learned",
+                  **{f"sandbox.{f.name}": f.default for f in dataclasses.fields(SandboxConfig)}}
+# sections added after runs were stored: a stored whole configuration (one with a run section) had their defaults
+ADDED_SECTIONS = ("sandbox",)
 
 
 def current_settings(flat: Mapping[str, Any]) -> dict[str, Any]:
@@ -581,7 +643,8 @@ def current_settings(flat: Mapping[str, Any]) -> dict[str, Any]:
     for name in judge_ppo_inherited(keys_of("policy"), keys_of("judge")):
         out[f"judge.{name}"] = out[f"policy.{name}"]
     for key, value in ADDED_SETTINGS.items():
-        if key not in out and keys_of(key.partition(".")[0]):
+        section = key.partition(".")[0]
+        if key not in out and (keys_of(section) or (section in ADDED_SECTIONS and keys_of("run"))):
             out[key] = value
     return out
 

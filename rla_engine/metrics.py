@@ -78,6 +78,22 @@ JUDGE_UNREADABLE_SHARE = "health/judge_unreadable_share"
 
 # The engine process and its device, sampled every few seconds (at the iteration that follows);
 # a key whose source is missing (no CUDA, no NVIDIA management library) is simply absent.
+# the coding setting (judge.kind = tests): the test generator's quality and the sandbox's executions
+SYN_UT_ACC = "rm/syn_ut_acc"                  # generated tests every correct program passes (the official name)
+PERFECT_UT_RATE = "rm/perfect_ut_rate"        # … that also every wrong program fails
+TEST_PARSE_FAILURES = "rm/test_parse_failure_share"   # generated tests that could not be read
+EXEC_SECONDS = "perf/exec_s"                  # seconds the sandbox ran programs this iteration
+SANDBOX_ERRORS = "code/sandbox_errors"        # executions the sandbox itself failed (never scored as the policy's)
+NO_PROGRAM = "code/no_program_share"          # the policy's answers without a ```python block (nothing ran)
+EXEC_STATUS_PREFIX = "code/share@"            # share of this iteration's executions ending in each status
+# every way an execution ends (rla_engine.sandbox.Status's values; a test keeps them equal)
+EXEC_STATUSES = ("ok", "wrong_answer", "timeout", "runtime_error", "output_limit", "memory_limit", "sandbox_error")
+
+
+def exec_status_key(status: str) -> str:
+    return f"{EXEC_STATUS_PREFIX}{status}"
+
+
 SYS_CPU_PERCENT = "sys/cpu_percent"          # of one core: 200 = two cores busy
 SYS_RSS_MB = "sys/rss_mb"
 SYS_GPU_ALLOCATED_MB = "sys/gpu_allocated_mb"
@@ -132,5 +148,7 @@ JUDGE_ERRORS = (AGREEMENT_ON_SUCCESS, AGREEMENT_ON_FAILURE, OUTCOME_SHARE, OUTCO
 POLICY_HEALTH = (POLICY_CLIP_FRACTION, POLICY_APPROX_KL, POLICY_ENTROPY, POLICY_GRAD_NORM, POLICY_TRAINED_SHARE)
 JUDGE_HEALTH = (JUDGE_CLIP_FRACTION, JUDGE_APPROX_KL, JUDGE_ENTROPY, JUDGE_GRAD_NORM, JUDGE_TRAINED_SHARE)
 TEXT_HEALTH = (COMPLETION_LENGTH_MEAN, COMPLETION_LENGTH_MAX, TRUNCATED_SHARE, JUDGE_UNREADABLE_SHARE)
+UNIT_TESTS = (SYN_UT_ACC, PERFECT_UT_RATE, TEST_PARSE_FAILURES)
+CODE = (EXEC_SECONDS, SANDBOX_ERRORS)
 SYSTEM = (SYS_CPU_PERCENT, SYS_RSS_MB, SYS_GPU_ALLOCATED_MB, SYS_GPU_RESERVED_MB, SYS_GPU_PEAK_MB,
           SYS_GPU_UTIL_PERCENT)

@@ -91,6 +91,7 @@ class EventKind(StrEnum):
     PLACED = "placed"                            # Ray executor: where the run's workers (or the run) are
     WORKER_RESTARTED = "worker_restarted"        # a dead Ray worker replaced, its work resubmitted
     ALERT = "alert"                              # a health alert raised or cleared (rla_engine/alerts.py)
+    SANDBOX = "sandbox"                          # the isolation model-written code runs under (coding runs)
 
 
 class TaskStatus(StrEnum):
@@ -207,11 +208,29 @@ class SampleTurn(TypedDict):
     observation: str             # what the environment answered
 
 
+class SampleUnitTest(TypedDict):
+    """One test the test generator wrote (judge.kind = tests), and how this trajectory's program did on it."""
+    input: str                   # "" when the sample could not be read
+    output: str
+    said: str                    # the generator's whole sample (test and explanation)
+    readable: bool
+    correct: bool                # every correct program of the group passes it
+    result: str                  # this program's status on it (a sandbox Status; "" for an unreadable test)
+
+
+class SampleGroundTruth(TypedDict):
+    passed: int
+    total: int
+    statuses: list[str]          # per ground-truth test, a sandbox Status
+
+
 class SampleTrajectory(TypedDict):
     slot: int
     task: str                    # the task in words
     success: bool
     turns: list[SampleTurn]
+    ground_truth: NotRequired[SampleGroundTruth]    # a program's run on the task's own tests (coding)
+    unit_tests: NotRequired[list[SampleUnitTest]]   # the generated tests, with this program's results
 
 
 class SampleVariant(TypedDict):

@@ -21,7 +21,9 @@ from ..loop.backend import Backend, Episodes, Judgement, Proposal, VariantReques
 from ..loop.device import resolve_device
 from ..loop.ppo import PPOSettings, PPOStats, ppo_update
 from ..tasks.task import Task
+from ..vocabulary import EventKind
 from . import env_model, samples
+from .code_measures import code_measures
 from .completion_rows import CompletionRows
 from .dialogue import TextEpisodes, join, play
 from .generation import Sampling, was_cut
@@ -29,6 +31,8 @@ from .judge import (TextJudgement, join_judgements, judge, oracle_judgement, unr
                     verdict_tokens)
 from .lora import adapter_state, apply_lora, load_adapter_state
 from .sources import ModelLoadError, load_model
+from .scripted import Script
+from .generated_tests import TestsJudgement, join_tests_judgements, judge_tests
 
 NOTE_CHARS = 400
 
@@ -64,6 +68,21 @@ def ppo_settings(epochs: int, minibatch_size: int, clip_eps: float, kl_beta: flo
                        reuse_first_pass=True, sample_entropy_coef=sample_entropy_coef)
 
 
+def connect_sandbox(cfg: Config, family) -> list[tuple[str, dict]]:
+    """A family that runs programs gets its sandbox pool as the run's settings say; the isolation in
+    force is the run's first event. SandboxUnavailable (sandbox.require = isolated where bubblewrap
+    does not work) stops the run before any program runs."""
+    if not hasattr(family, "use_sandbox"):
+        return []
+    from ..sandbox import SandboxPool
+    box = cfg.sandbox
+    pool = SandboxPool(require=box.require, workers=box.workers or None)
+    family.use_sandbox(pool, memory_mb=box.memory_mb, output_bytes=box.output_kb * 1024)
+    iso = pool.isolation
+    return [(EventKind.SANDBOX, {"level": iso.level, "require": box.require,
+                                 "guarantees": [{"name": n, "holds": h, "how": how} for n, h, how in iso.guarantees]})]
+
+
 class LLMBackend(Backend):
     def __init__(self, cfg: Config, family, device: torch.device, gen: torch.Generator, learners: bool = True):
         self.cfg, self.family, self.gen = cfg, family, gen
@@ -92,9 +111,13 @@ class LLMBackend(Backend):
         if j.verdict_entropy > 0 and self.verdict_tokens is None:
             raise InputError("invalid config: judge.verdict_entropy needs a judge whose tokenizer writes "
                              "\\boxed{1} and \\boxed{-1} alike up to the verdict's own token; this one does not")
+        self.start_events = connect_sandbox(cfg, family)
+        scripted = p.source == "scripted" or (j.kind == "tests" and j.source == "oracle")
+        self.script = Script(family, self.tok, gen) if scripted else None    # diagnostics (llm/scripted.py)
         batch = lm.generation_batch_size
         self.policy_how = Sampling(p.max_new_tokens, cfg.rollout.temperature, p.top_p,
-                                   stop_at_newline=not family.lines_are_steps, batch_size=batch)
+                                   stop_at_newline=not (family.lines_are_steps or family.multiline_step),
+                                   batch_size=batch)
         self.judge_how = Sampling(j.max_new_tokens, j.temperature, j.top_p, batch_size=batch)
         self.env_how = Sampling(e.max_new_tokens, e.temperature, 1.0, batch_size=batch)
 
@@ -104,7 +127,8 @@ class LLMBackend(Backend):
         if greedy:
             how = Sampling(how.max_new_tokens, greedy=True, stop_at_newline=how.stop_at_newline,
                            batch_size=how.batch_size)
-        return play(self.family, self.policy, self.tok, tasks, rollouts, how, None if greedy else self.gen)
+        writer = self.script.write if self.script is not None and self.cfg.policy.source == "scripted" else None
+        return play(self.family, self.policy, self.tok, tasks, rollouts, how, None if greedy else self.gen, writer)
 
     def then(self, first: Episodes, more: Episodes) -> TextEpisodes:
         assert isinstance(first, TextEpisodes) and isinstance(more, TextEpisodes)
@@ -112,6 +136,10 @@ class LLMBackend(Backend):
 
     def judge(self, ep: Episodes, m: int) -> TextJudgement:
         assert isinstance(ep, TextEpisodes)
+        if self.cfg.judge.kind == "tests" and self.script is not None and self.cfg.judge.source == "oracle":
+            return self.script.judge(ep, m, self.judge_how)
+        if self.cfg.judge.kind == "tests":
+            return judge_tests(self.family, self.judge_lm, self.judge_tok, ep, m, self.judge_how, self.gen)
         return judge(self.judge_lm, self.judge_tok, ep, m, self.judge_how, self.gen)
 
     def oracle_judgement(self, ep: Episodes, verdicts: torch.Tensor) -> TextJudgement:
@@ -169,11 +197,14 @@ class LLMBackend(Backend):
                    for steps, turns in zip(ep.steps, ep.turn_of)
                    for _, turn in itertools.groupby(zip(turns, steps), key=lambda pair: pair[0])]
         out: dict[str, float] = {}
-        if answers:
+        if answers and self.cfg.policy.source == "learned":     # a scripted answer's length says nothing
             lengths = [len(a) for a in answers]
             out[metrics.COMPLETION_LENGTH_MEAN] = sum(lengths) / len(lengths)
             out[metrics.COMPLETION_LENGTH_MAX] = float(max(lengths))
             out[metrics.TRUNCATED_SHARE] = sum(was_cut(a, self.policy_how, self.tok) for a in answers) / len(answers)
+        if isinstance(judgement, TestsJudgement):
+            out.update(code_measures(ep, judgement))
+            return out
         unreadable = unreadable_share(judgement)
         if math.isfinite(unreadable):
             out[metrics.JUDGE_UNREADABLE_SHARE] = unreadable
@@ -204,10 +235,14 @@ class LLMBackend(Backend):
     def episode_events(self, ep: Episodes, judgement: Judgement, tasks: list[Task], slots: list[int],
                        proposals: list[tuple[VariantRequest, Proposal]], decisions: list) -> list[tuple[str, dict]]:
         assert isinstance(ep, TextEpisodes) and isinstance(judgement, TextJudgement)
-        return [samples.event(self.family, ep, judgement, slots, proposals, decisions)]
+        started, self.start_events = self.start_events, []
+        return [*started, samples.event(self.family, ep, judgement, slots, proposals, decisions)]
 
     # -- weights for workers, checkpoint state ------------------------------------------------
     def join_judgements(self, parts: list[Judgement], offsets: list[int]) -> TextJudgement:
+        tests = [p for p in parts if isinstance(p, TestsJudgement)]
+        if tests and len(tests) == len(parts):
+            return join_tests_judgements(tests, offsets)
         text = [p for p in parts if isinstance(p, TextJudgement)]
         assert len(text) == len(parts)
         return join_judgements(text, offsets)

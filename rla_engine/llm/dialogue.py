@@ -7,6 +7,7 @@ after every token that holds a newline (a trailing span with no text joins the s
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import torch
@@ -34,6 +35,11 @@ class TextEpisodes(Episodes):
     steps: list[list[TextStep]] = field(default_factory=list, metadata=PER_EPISODE)   # in order
     instructions: list[str] = field(default_factory=list, metadata=PER_EPISODE)       # the first user message
     turn_of: list[list[int]] = field(default_factory=list, metadata=PER_EPISODE)      # the turn of each step
+    # [B] float: the family's graded share (TurnResult.score), the success where it grades nothing
+    scores: torch.Tensor = field(default_factory=lambda: torch.zeros(0), metadata=PER_EPISODE)
+
+    def graded(self) -> torch.Tensor:
+        return self.scores if len(self.scores) == len(self.success) else self.success.float()
 
 
 def split_lines(tokenizer, tokens: list[int]) -> list[list[int]]:
@@ -51,9 +57,14 @@ def split_lines(tokenizer, tokens: list[int]) -> list[list[int]]:
     return spans
 
 
+# what writes a turn's answers in place of the model: (the episodes answering, their tasks) → tokens each
+Writer = Callable[[list[int], list[Task]], list[list[int]]]
+
+
 def play(family, model, tokenizer, tasks: list[Task], rollouts: int, how: Sampling,
-         gen: torch.Generator | None) -> TextEpisodes:
-    """Every task `rollouts` times; episode b plays task b // rollouts."""
+         gen: torch.Generator | None, writer: Writer | None = None) -> TextEpisodes:
+    """Every task `rollouts` times; episode b plays task b // rollouts. A `writer` (policy.source =
+    scripted, a diagnostic) answers instead of the model."""
     n = len(tasks) * rollouts
     ep_tasks = [tasks[b // rollouts] for b in range(n)]
     instructions = [family.instruction(t) for t in ep_tasks]
@@ -63,17 +74,19 @@ def play(family, model, tokenizer, tasks: list[Task], rollouts: int, how: Sampli
     steps: list[list[TextStep]] = [[] for _ in range(n)]
     turn_of: list[list[int]] = [[] for _ in range(n)]
     success = [False] * n
+    scores: list[float | None] = [None] * n
     active = list(range(n))
     turn = 0
     while active:
         prompts = [chat_ids(tokenizer, dialogues[b]) for b in active]
-        answers = sample(model, tokenizer, prompts, how, gen)
+        answers = writer(active, [ep_tasks[b] for b in active]) if writer else sample(model, tokenizer, prompts,
+                                                                                      how, gen)
         still = []
-        for b, prompt, tokens in zip(active, prompts, answers):
-            spans = split_lines(tokenizer, tokens) if family.lines_are_steps else [tokens]
-            spans = spans or [tokens]
-            texts = [tokenizer.decode(s, skip_special_tokens=True).strip("\n") for s in spans]
-            result = episodes[b].respond(texts)
+        spans_of = [(split_lines(tokenizer, tokens) if family.lines_are_steps else [tokens]) or [tokens]
+                    for tokens in answers]
+        texts_of = [[tokenizer.decode(s, skip_special_tokens=True).strip("\n") for s in spans] for spans in spans_of]
+        results = family.respond_all([episodes[b] for b in active], texts_of)
+        for b, prompt, tokens, spans, texts, result in zip(active, prompts, answers, spans_of, texts_of, results):
             before = list(prompt)
             for k, (span, text) in enumerate(zip(spans, texts)):
                 last = k == len(spans) - 1
@@ -86,6 +99,7 @@ def play(family, model, tokenizer, tasks: list[Task], rollouts: int, how: Sampli
                              {"role": "user", "content": result.observation}]
             if result.done:
                 success[b] = bool(result.success)
+                scores[b] = result.score
             elif turn + 1 < budget[b]:
                 still.append(b)
         active = still
@@ -96,8 +110,9 @@ def play(family, model, tokenizer, tasks: list[Task], rollouts: int, how: Sampli
     for b, s in enumerate(steps):
         mask[b, :len(s)] = True
         oracle[b, :len(s)] = torch.tensor([st.oracle for st in s], dtype=torch.int8)
+    graded = torch.tensor([float(ok) if score is None else float(score) for ok, score in zip(success, scores)])
     return TextEpisodes(len(tasks), rollouts, mask=mask, oracle=oracle, success=torch.tensor(success),
-                        tasks=ep_tasks, steps=steps, instructions=instructions, turn_of=turn_of)
+                        tasks=ep_tasks, steps=steps, instructions=instructions, turn_of=turn_of, scores=graded)
 
 
 def join(first: TextEpisodes, more: TextEpisodes) -> TextEpisodes:
@@ -112,4 +127,4 @@ def join(first: TextEpisodes, more: TextEpisodes) -> TextEpisodes:
                         oracle=torch.cat([pad(first.oracle), pad(more.oracle)]),
                         success=torch.cat([first.success, more.success]), tasks=first.tasks + more.tasks,
                         steps=first.steps + more.steps, instructions=first.instructions + more.instructions,
-                        turn_of=first.turn_of + more.turn_of)
+                        turn_of=first.turn_of + more.turn_of, scores=torch.cat([first.graded(), more.graded()]))

@@ -6,7 +6,9 @@ from __future__ import annotations
 from ..vocabulary import (EventKind, SamplesPayload, SampleStep, SampleTrajectory, SampleTurn, SampleVariant,
                           VariantOutcome)
 from .dialogue import TextEpisodes
+from .code_measures import trajectory_tests
 from .judge import TextJudgement
+from .generated_tests import TestsJudgement
 
 TRAJECTORIES = 4         # the first rollout of the first groups
 TEXT_CHARS = 4000        # each text is cut beyond this: an event stays small
@@ -27,7 +29,11 @@ def _trajectory(family, ep: TextEpisodes, judgement: TextJudgement, b: int, slot
         turns[-1]["steps"].append(entry)
         if step.observation:
             turns[-1]["observation"] = _cut(step.observation)
-    return {"slot": slot, "task": _cut(ep.instructions[b]), "success": bool(ep.success[b]), "turns": turns}
+    out: SampleTrajectory = {"slot": slot, "task": _cut(ep.instructions[b]), "success": bool(ep.success[b]),
+                             "turns": turns}
+    if isinstance(judgement, TestsJudgement):     # a program: its ground-truth runs and the generated tests
+        out.update(trajectory_tests(ep, judgement, b))   # type: ignore[typeddict-item]
+    return out
 
 
 def _words(family, task) -> str:

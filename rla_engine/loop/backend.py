@@ -48,6 +48,11 @@ class Episodes:
     def env_steps(self) -> int:
         return int(self.mask.sum())
 
+    def graded(self) -> torch.Tensor:
+        """[B] float in [0, 1]: how much of each episode's task was done (1 or 0 by its success; a
+        family that grades, such as coding's share of ground-truth tests passed, says more)."""
+        return self.success.float()
+
     def group_acc(self) -> torch.Tensor:
         return self.success.view(self.groups, self.rollouts).float().mean(1)
 

@@ -18,8 +18,9 @@ from ..tasks import load_family
 from ..tasks.task import Task
 from ..vocabulary import EventKind
 from . import curriculum
-from .advantages import (judge_rewards, normalize_per_step, oracle_verdicts, outcome_balanced_weights,
-                         step_rewards, transformed_step_rewards, unanimous_steps_pooled)
+from .advantages import (coding_policy_advantages, coding_policy_band, judge_rewards, normalize_per_step,
+                         oracle_verdicts, outcome_balanced_weights, step_rewards, transformed_step_rewards,
+                         unanimous_steps_pooled, unit_test_advantages)
 from .backend import Episodes, Judgement, Proposal, VariantRequest
 from .backend_factory import make_backend
 from .device import limit_threads
@@ -70,6 +71,7 @@ class IterationBatch:
     decisions: list[Decision] = field(init=False)     # 3. per candidate: accepted or rejected
     kept: torch.Tensor = field(init=False)            # 3. [G] bool: sampled groups and accepted candidates
     trained: torch.Tensor = field(init=False)         # 3. [G] bool: kept groups the learners may train on
+    has_correct: torch.Tensor = field(init=False)     # 4. judge.kind = tests: [G] bool, the generator trains on it
 
     def per_episode(self, per_group: torch.Tensor) -> torch.Tensor:
         """A per-group tensor [G] repeated for each of the group's episodes [B]."""
@@ -193,7 +195,7 @@ class Trainer:
         """The judge's verdicts, or with judge.source = "oracle" (a diagnostic) the family's oracle
         labels in their place (flipped at random with judge.oracle_noise); the judge never sees them."""
         j = self.cfg.judge
-        if j.source == "learned":
+        if j.source == "learned" or j.kind == "tests":     # a test generator's oracle is the backend's to script
             return self.executor.judge(roll, j.m)
         return self.backend.oracle_judgement(roll, oracle_verdicts(roll.oracle, roll.mask, j.m, j.oracle_noise,
                                                                    self.gen))
@@ -223,6 +225,8 @@ class Trainer:
 
     # -- 4. rewards (SPEC §3–4) --------------------------------------------------------------------
     def _rewards(self, batch: IterationBatch) -> Rewards:
+        if self.cfg.judge.kind == "tests":
+            return self._test_rewards(batch)
         cfg, episodes, verdicts = self.cfg, batch.episodes, batch.judgement.verdicts
         lam = self._lambda(verdicts, episodes, batch.per_episode(batch.kept))
         step = step_rewards(episodes.outcome, verdicts, episodes.mask, lam)
@@ -237,6 +241,27 @@ class Trainer:
         return Rewards(lam, step, policy, normalize_per_step(policy, episodes.mask, batch.rollouts),
                        judge * episodes.mask.unsqueeze(-1))
 
+    def _test_rewards(self, batch: IterationBatch) -> Rewards:
+        """The coding setting (judge.kind = tests, docs/coding.md), as the official code: the policy's
+        reward is its share of ground-truth tests passed, z-scored within the task; each generated
+        test's reward is scored on the group's correct and wrong programs and z-scored within the
+        task, and sits at the group's judged cell (its first episode's step) where the judge's update
+        finds it. Groups without a correct program give the test generator nothing."""
+        episodes, verdicts, rollouts = batch.episodes, batch.judgement.verdicts, batch.rollouts
+        mask = episodes.mask
+        graded = episodes.graded().to(mask.device)
+        policy = graded.unsqueeze(1) * mask
+        advantages = coding_policy_advantages(graded, rollouts).unsqueeze(1) * mask
+        groups = episodes.groups
+        passes = verdicts[:, 0, :].reshape(groups, rollouts, -1).permute(0, 2, 1)
+        # the official code skips a task outside the band for both learners (docs/coding.md)
+        in_band = coding_policy_band(episodes.success, rollouts, self.cfg.policy.band_low, self.cfg.policy.band_high)
+        test_rewards, batch.has_correct = unit_test_advantages(passes, episodes.success.view(groups, rollouts),
+                                                               in_band)
+        judge = torch.zeros(verdicts.shape, dtype=torch.float32, device=verdicts.device)
+        judge[torch.arange(groups, device=verdicts.device) * rollouts, 0] = test_rewards.to(judge.device)
+        return Rewards(0.0, policy, policy, advantages, judge * mask.unsqueeze(-1))
+
     def _lambda(self, verdicts: torch.Tensor, roll: Episodes, ep_keep: torch.Tensor) -> float:
         """λ in force this iteration: the configured one, scaled by the μ gate when it is on."""
         if self.gate is None:
@@ -249,7 +274,12 @@ class Trainer:
         """PPO on every step of the trained groups in the policy's band (mixed groups; with
         policy.unanimous_groups all-success and all-failure ones too) whose advantage is not 0."""
         cfg, episodes, acc = self.cfg, batch.episodes, batch.group_acc_tensor
+        if cfg.policy.source != "learned":     # scripted programs (a diagnostic): nothing to train
+            return PPOStats()
         in_band = (acc > cfg.policy.band_low) & (acc < cfg.policy.band_high)
+        if cfg.judge.kind == "tests":     # the official code's band on the pass-all share is inclusive
+            in_band = coding_policy_band(episodes.success, batch.rollouts, cfg.policy.band_low,
+                                         cfg.policy.band_high).to(acc.device)
         unanimous = cfg.policy.unanimous_groups & ((acc == 0) | (acc == 1))
         groups = batch.trained & (in_band | unanimous)
         steps = episodes.mask & batch.per_episode(groups).unsqueeze(1) & (rewards.policy_advantages != 0)
@@ -274,8 +304,11 @@ class Trainer:
         return self.backend.update_judge(episodes, batch.judgement, (episode, step, verdict), advantages)
 
     def _judge_groups(self, batch: IterationBatch) -> torch.Tensor:
-        """[G] bool: the trained groups in the judge's band (SPEC §4: 0.2 ≤ acc ≤ 0.8)."""
+        """[G] bool: the trained groups in the judge's band (SPEC §4: 0.2 ≤ acc ≤ 0.8); a test
+        generator's, those with a correct program (the official code skips the others)."""
         acc = batch.group_acc_tensor
+        if self.cfg.judge.kind == "tests":
+            return batch.trained & batch.has_correct.to(batch.trained.device)
         return batch.trained & (acc >= self.cfg.judge.band_low) & (acc <= self.cfg.judge.band_high)
 
     # -- 6. adapt (SPEC §5) ------------------------------------------------------------------------
@@ -357,7 +390,8 @@ class Trainer:
         # shares of everything produced: every real step rolled out, each judged m times
         out.update(role_health("policy", policy_stats, episodes.env_steps))
         if judge_stats is not None:       # a frozen judge is no trained role: no health keys
-            out.update(role_health("judge", judge_stats, episodes.env_steps * verdicts.shape[-1]))
+            judged = episodes.groups if cfg.judge.kind == "tests" else episodes.env_steps
+            out.update(role_health("judge", judge_stats, judged * verdicts.shape[-1]))
         out.update(self.backend.text_measures(episodes, batch.judgement))
         out[metrics.ENV_STEPS] = float(self.env_steps)
         return out

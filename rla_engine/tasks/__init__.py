@@ -25,6 +25,7 @@ class FamilySpec:
     module: str          # defines `FAMILY`, an instance of tasks.base.Family or tasks.text_base.TextFamily
     kind: str = "tensor"  # tensor: the embedded networks play it; text: language models do
     has_oracle: bool = True  # its episodes carry oracle step labels (judge.source = oracle needs them)
+    runs_programs: bool = False  # its policy writes programs, graded by tests (judge.kind = tests needs it)
 
     def load(self):
         return importlib.import_module(self.module).FAMILY
@@ -111,3 +112,9 @@ register(FamilySpec(
     "A household text game: rooms, containers and objects, a goal such as putting a clean mug in the cabinet; "
     "the admissible commands are listed each turn (language models).",
     "rla_engine.tasks.text_world", kind="text"))
+register(FamilySpec(
+    "coding",
+    "Stdin/stdout programming problems from twelve templates, answered with one Python program run in a sandbox "
+    "on the ground-truth tests; difficulty raises input size, value range, composed outputs and edge cases "
+    "(language models).",
+    "rla_engine.tasks.coding", kind="text", runs_programs=True))

@@ -39,6 +39,7 @@ class TurnResult:
     observation: str           # the environment's answer (the next user message; the judge sees it too)
     done: bool
     success: bool = False      # meaningful once done
+    score: float | None = None  # a graded share in [0, 1] once done (coding: ground-truth tests passed); None: ungraded
 
 
 class TextEpisode(abc.ABC):
@@ -55,6 +56,9 @@ class TextFamily(abc.ABC):
     name: str
     kind = "text"
     lines_are_steps: bool = False      # True: every line of a response is a step (a written derivation)
+    # True: a response may span lines and is still one step (a program); else, without lines_are_steps,
+    # generation stops at the first newline (one command per turn)
+    multiline_step: bool = False
     max_turns: int = 1                 # an upper bound over every task; `turns(task)` is the task's own
 
     # -- tasks -----------------------------------------------------------------------------
@@ -91,6 +95,11 @@ class TextFamily(abc.ABC):
     def turns(self, task: Task) -> int:
         """The task's turn budget (an episode that has not finished after it fails)."""
         return self.max_turns
+
+    def respond_all(self, episodes: list[TextEpisode], responses: list[list[str]]) -> list[TurnResult]:
+        """One turn of many episodes, in order: each episode's `respond` by default. A family whose
+        answer is costly (the coding family runs programs in a sandbox) answers them together."""
+        return [e.respond(r) for e, r in zip(episodes, responses)]
 
     # -- the environment model ---------------------------------------------------------------
     @abc.abstractmethod

@@ -38,8 +38,12 @@ def same_values(cfg: Config, old: dict) -> None:
             assert get_value(cfg, f"{section}.{name}") == value, f"{section}.{name}"
 
 
+# presets first shipped after the lm section: no run of them was ever stored in the earlier layout
+PRESETS_SINCE = {"llm-code-tiny", "llm-smol-code"}
+
+
 def test_the_fixtures_cover_every_preset_and_every_moved_setting():
-    assert set(preset_names()) <= set(STORED)
+    assert set(preset_names()) - PRESETS_SINCE <= set(STORED)
     custom = STORED["llm-custom"]["config"]
     for old, new in MOVED_KEYS.items():
         section, _, name = old.partition(".")
@@ -66,7 +70,7 @@ def test_a_file_of_the_earlier_layout_loads_to_the_same_settings(name):
     assert effective(build(config_file=BEFORE / name)) == FILES[name]
 
 
-@pytest.mark.parametrize("name", preset_names())
+@pytest.mark.parametrize("name", sorted(set(preset_names()) - PRESETS_SINCE))
 def test_every_preset_keeps_its_settings(name):
     cfg = build(preset=name)
     assert effective(cfg) == STORED[name]["effective"]

@@ -240,3 +240,20 @@ def test_a_local_run_never_imports_ray():
             "assert e.kind == 'local' and 'ray' not in sys.modules, 'ray was imported'")
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert res.returncode == 0, res.stderr
+
+
+def test_a_coding_run_on_ray_gives_the_local_runs_metrics(cluster, monkeypatch, tmp_path_factory):
+    """The coding setting's rollout and judge workers run programs in their own sandbox pools and
+    give what the local run does (scripted programs and tests: a diagnostic whose draws come from
+    the run's generator)."""
+    monkeypatch.setenv("RLA_MODEL_CACHE", str(tmp_path_factory.getbasetemp() / "models"))
+    sets = ["policy.source=scripted", "judge.source=oracle", FIXED, "eval.every=2"]
+    local, _ = metrics_of(Trainer(build(preset="llm-code-tiny", sets=sets, seed=3), torch.device("cpu")), 2)
+    remote_trainer = Trainer(build(preset="llm-code-tiny", sets=[*sets, "executor.kind=ray"], seed=3),
+                             torch.device("cpu"))
+    try:
+        remote, events = metrics_of(remote_trainer, 2)
+    finally:
+        remote_trainer.close()
+    assert remote == local
+    assert any(k == EventKind.SANDBOX for k, _ in events)
