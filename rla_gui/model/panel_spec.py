@@ -7,9 +7,13 @@ the code that draws it.
 """
 from __future__ import annotations
 
+import json
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from rla_engine import metrics
+from rla_engine.summary import settings
 from rla_engine.vocabulary import EventKind
 
 
@@ -33,6 +37,13 @@ DIFFICULTY = Panel("difficulty", "Task difficulty", (metrics.DIFFICULTY_MEAN,),
                    band=(metrics.DIFFICULTY_MIN, metrics.DIFFICULTY_MAX))
 LOSSES = Panel("losses", "Losses", (metrics.LOSS_POLICY, metrics.LOSS_JUDGE, metrics.LOSS_KL))
 PANELS = (POLICY, AGREEMENT, BALANCE, DIFFICULTY, LOSSES)
+# judge.kind = tests: the reward model writes unit tests, not step verdicts, so its agreement is the
+# generated tests' against the programs the ground truth calls correct (the paper's coding figures)
+TEST_AGREEMENT = Panel("agreement", "Reward-model agreement: generated tests", metrics.UNIT_TESTS)
+# runs of both kinds compared side by side: one panel offers either's keys
+ANY_AGREEMENT = Panel("agreement", "Reward-model agreement (step judges and test generators)",
+                      AGREEMENT.keys + metrics.UNIT_TESTS, dashed=AGREEMENT.dashed)
+STEPS, TESTS = "steps", "tests"       # config.JudgeConfig.kind's values
 
 # The training-health dock (the losses and what TRL and cleanrl log beside them) and the machine.
 # Scales differ within a panel (a clip fraction, a gradient norm): the read-out gives exact values.
@@ -48,13 +59,24 @@ SYSTEM_USE = Panel("system-use", "System: CPU and GPU use (%)", (metrics.SYS_CPU
 SYSTEM_MEMORY = Panel("system-memory", "System: memory (MB)",
                       (metrics.SYS_RSS_MB, metrics.SYS_GPU_ALLOCATED_MB, metrics.SYS_GPU_RESERVED_MB,
                        metrics.SYS_GPU_PEAK_MB))
+# A coding run's executions (the ground truth's and the generated tests'), by how each ended, and
+# its answers that held no program (nothing ran)
+EXEC_STATUSES = metrics.EXEC_STATUSES
+SANDBOX_SHARES = Panel("sandbox-shares", "Sandbox: executions by status (share)",
+                       (metrics.NO_PROGRAM, *(metrics.exec_status_key(s) for s in EXEC_STATUSES)))
+# seconds and a count never share the shares' 0–1 axis
+SANDBOX_COST = Panel("sandbox-cost", "Sandbox: seconds and sandbox errors", metrics.CODE)
 # the training-health dock's tabs: (tab title, its panels side by side)
 HEALTH_TABS = (("Losses", (LOSSES,)), ("Policy", (POLICY_UPDATE,)), ("Judge", (JUDGE_UPDATE,)),
-               ("Language model", (LANGUAGE_SHARES, LANGUAGE_LENGTHS)), ("System", (SYSTEM_USE, SYSTEM_MEMORY)))
+               ("Language model", (LANGUAGE_SHARES, LANGUAGE_LENGTHS)), ("System", (SYSTEM_USE, SYSTEM_MEMORY)),
+               ("Sandbox", (SANDBOX_SHARES, SANDBOX_COST)))
+# tabs shown only for a run that stored one of their keys: every other run never runs programs
+TABS_WITH_DATA_ONLY = frozenset({"Sandbox"})
 HEALTH_PANELS = tuple(panel for _, panels in HEALTH_TABS for panel in panels)
 
 # Every key a panel draws (the held-out tiers come and go with the run's config).
-DRAWN_KEYS = tuple(dict.fromkeys(k for p in PANELS + HEALTH_PANELS for k in p.keys + (p.band or ())))
+DRAWN_KEYS = tuple(dict.fromkeys(k for p in (*PANELS, ANY_AGREEMENT, *HEALTH_PANELS)
+                                  for k in p.keys + (p.band or ())))
 
 PALETTE = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#bcbd22"]
 # held-out tiers, light (easy) to dark (hard): the lightest stays visible on white
@@ -76,7 +98,48 @@ LABELS = {metrics.SUCCESS: "success (train)", metrics.EVAL_SUCCESS: "eval succes
           metrics.P_PLUS: "p₊", metrics.P_MINUS: "p₋", metrics.SYS_CPU_PERCENT: "engine CPU (% of a core)",
           metrics.SYS_GPU_UTIL_PERCENT: "GPU utilisation", metrics.SYS_RSS_MB: "engine resident",
           metrics.SYS_GPU_ALLOCATED_MB: "GPU allocated", metrics.SYS_GPU_RESERVED_MB: "GPU reserved",
-          metrics.SYS_GPU_PEAK_MB: "GPU peak"}
+          metrics.SYS_GPU_PEAK_MB: "GPU peak",
+          metrics.SYN_UT_ACC: "syn UT acc (correct programs pass)",
+          metrics.PERFECT_UT_RATE: "perfect UT rate (wrong programs fail too)",
+          metrics.TEST_PARSE_FAILURES: "unreadable tests", metrics.EXEC_SECONDS: "seconds running programs",
+          metrics.SANDBOX_ERRORS: "sandbox errors (count)", metrics.NO_PROGRAM: "answers without a program",
+          **{metrics.exec_status_key(s): s.replace("_", " ") for s in EXEC_STATUSES}}
+
+
+def run_config(run: Mapping[str, Any] | None) -> dict:
+    """A run's configuration: a bundle's or a comparison's `config`, else the store row's
+    `config_json`; {} where there is none or it cannot be read (a hand-edited row)."""
+    if not run:
+        return {}
+    config = run.get("config")
+    if config is None:
+        try:
+            config = json.loads(run.get("config_json") or "")
+        except (TypeError, ValueError):
+            return {}
+    return config if isinstance(config, dict) else {}
+
+
+def judge_kind(config: Mapping[str, Any] | None) -> str:
+    """What the run's reward model writes, as today reads the stored configuration (a run stored
+    before judge.kind existed had the step judge)."""
+    kind = settings(config or {}).get("judge.kind", STEPS)
+    return kind if kind in (STEPS, TESTS) else STEPS
+
+
+def agreement_panel(configs: Iterable[Mapping[str, Any] | None]) -> Panel:
+    """The reward model's agreement panel for runs of these configurations: the step judge's, the
+    test generator's, or, for a comparison of both kinds, one that offers every key."""
+    kinds = {judge_kind(c) for c in configs}
+    if kinds == {TESTS}:
+        return TEST_AGREEMENT
+    return ANY_AGREEMENT if TESTS in kinds else AGREEMENT
+
+
+def run_panels(configs: Iterable[Mapping[str, Any] | None]) -> tuple[Panel, ...]:
+    """PANELS, the agreement panel chosen for these runs (the dashboard, a comparison, a report)."""
+    agreement = agreement_panel(configs)
+    return tuple(agreement if p is AGREEMENT else p for p in PANELS)
 
 
 def short(key: str) -> str:

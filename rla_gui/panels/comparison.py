@@ -23,7 +23,7 @@ from rla_engine.text import printable
 from ..guard import guarded
 from ..model.comparison import Comparison, Groups, Runs, colour_of
 from ..model.mean_curve import grid_of, mean_curve
-from ..model.panel_spec import LOSSES, PANELS, Panel, chart_title, short
+from ..model.panel_spec import AGREEMENT, LOSSES, PANELS, Panel, agreement_panel, chart_title, run_config, short
 from ..model.run_data import X_AXES, ema, hidden_on_log, log_y_note
 from ..widgets.chart_export import Shown, add_chart_export
 from ..widgets.key_picker import KeyPicker
@@ -136,6 +136,18 @@ class ComparePlot(OverComparison, pg.PlotWidget):
         self._shown_title = (panel.title, "")
         self.readout = HoverReadout(self, self._describe)
         add_chart_export(self, self._shown)
+
+    def set_panel(self, panel: Panel) -> None:
+        """Offer another panel's keys (the agreement panel of runs whose reward model writes tests)."""
+        if panel is self.panel:
+            return
+        self.panel = panel
+        self._shown_title = (panel.title, "")
+        set_title(self.plotItem, panel.title)
+        with QtCore.QSignalBlocker(self.key_box):
+            self.key_box.clear()
+            self.key_box.addItems(panel.keys + (panel.band or ()))
+        self._build()
 
     def set_runs(self, runs: Runs) -> None:
         self.set_comparison(Comparison.of_runs(runs))
@@ -338,7 +350,10 @@ class ComparisonView(OverComparison, QtWidgets.QWidget):
     def set_comparison(self, comparison: Comparison) -> None:
         self.comparison = comparison
         self.setWindowTitle(comparison.full_title())
+        agreement = agreement_panel(run_config(run) for run, _ in comparison.runs)
         for plot in self.plots:
+            if plot.panel.id == AGREEMENT.id:       # the step judge's, the test generator's, or both
+                plot.set_panel(agreement)
             plot.set_comparison(comparison)
         self.differing = comparison.differing()
         self._fill_config()

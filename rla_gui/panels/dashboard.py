@@ -16,7 +16,8 @@ from rla_engine.alerts import CLEARED, RAISED
 from rla_engine.vocabulary import EventKind
 
 from ..model.panel_spec import (AGREEMENT, ALERT_BEGAN, ALERT_ENDED, BALANCE, DIFFICULTY, HEALTH_TABS, LOSSES,
-                                MARKER_KINDS, POLICY, TIER_COLOURS, chart_title)
+                                MARKER_KINDS, POLICY, TABS_WITH_DATA_ONLY, TIER_COLOURS, Panel, agreement_panel,
+                                chart_title, run_config)
 from ..model.run_data import RunData
 from ..model.variants import ACCEPTED, REJECTED, VariantPoints
 from ..session import RunSession
@@ -160,7 +161,9 @@ class HealthTabs(QtWidgets.QTabWidget):
 
     def __init__(self, data: RunData, parent=None):
         super().__init__(parent)
+        self.data = data
         self.plots: dict[str, MetricPlot] = {}
+        self.tab_keys: dict[str, set[str]] = {}      # the keys of each tab shown only with data
         for title, panels in HEALTH_TABS:
             page = QtWidgets.QWidget()
             row = QtWidgets.QHBoxLayout(page)
@@ -169,6 +172,19 @@ class HealthTabs(QtWidgets.QTabWidget):
                 plot = self.plots[panel.id] = MetricPlot(panel.title, panel.keys, data)
                 row.addWidget(plot)
             self.addTab(page, title)
+            if title in TABS_WITH_DATA_ONLY:
+                self.tab_keys[title] = {k for p in panels for k in p.keys}
+        self.show_tabs_with_data()
+
+    def show_tabs_with_data(self) -> None:
+        """A tab such as Sandbox is there only for a run that stored one of its keys (a coding
+        run): on any other it would be empty plots."""
+        for i in range(self.count()):
+            keys = self.tab_keys.get(self.tabText(i))
+            if keys is not None:
+                shown = any(k in self.data for k in keys)
+                if shown != self.isTabVisible(i):
+                    self.setTabVisible(i, shown)
 
 
 class DashboardPanel(QtWidgets.QWidget):
@@ -226,8 +242,23 @@ class DashboardPanel(QtWidgets.QWidget):
         self.timer.timeout.connect(self.tick)
         self.timer.start()
         self._apply_view()
+        self.agreement_shown: Panel = AGREEMENT
+        self._config_of: str | None = None      # the run whose configuration chose the agreement panel
         session.cleared.connect(self.reset)
         session.events_added.connect(self.add_events)
+        session.metrics_added.connect(lambda _: self.health.show_tabs_with_data())
+        session.run_changed.connect(self.follow_config)
+
+    def follow_config(self, run: dict) -> None:
+        """The agreement panel of the run's reward model (panel_spec.agreement_panel): a test
+        generator's figures for judge.kind = tests, the step judge's otherwise."""
+        if run.get("id") == self._config_of:
+            return      # read as often as the engine commits: the configuration never changes
+        self._config_of = run.get("id")
+        panel = agreement_panel([run_config(run)])
+        if panel is not self.agreement_shown:
+            self.agreement_shown = panel
+            self.agreement.set_keys(panel.title, panel.keys, panel.dashed)
 
     # -- added charts -------------------------------------------------------------------------
     def _place_charts(self) -> None:
@@ -362,6 +393,7 @@ class DashboardPanel(QtWidgets.QWidget):
     def refresh(self) -> None:
         """Refresh every plot now (tests, benchmarks, a reopened run)."""
         self._add_tier_curves()
+        self.health.show_tabs_with_data()
         for plot in self.plots:
             plot.refresh()
 
@@ -377,6 +409,8 @@ class DashboardPanel(QtWidgets.QWidget):
     def reset(self) -> None:
         for plot in self.plots:
             plot.reset()
+        self.health.show_tabs_with_data()
+        self._config_of = None
         for key in self._tiers:
             curve = self.policy.curves.pop(key)
             self.policy.plotItem.removeItem(curve.raw)

@@ -26,6 +26,7 @@ from rla_engine.text import printable
 from rla_engine.vocabulary import CommandKind, CommandOutcome, CommandResult, EventKind
 
 from ..guard import guarded
+from ..model import coding
 from ..widgets.list_model import ListTableModel
 from ..widgets.plain_text import auto_text, plain_label
 
@@ -133,6 +134,7 @@ SUMMARIES: dict[str, Callable[[dict], str]] = {
     E.REWOUND: lambda p: f"to iteration {p.get('to', '?')} ({p.get('rows', '?')} rows removed)",
     E.RESUMED_FROM_CHECKPOINT: lambda p: f"from {p.get('checkpoint', '?')}, target {p.get('target', '?')}",
     E.ALERT: _alert,
+    E.SANDBOX: coding.isolation_summary,
 }
 
 
@@ -192,6 +194,9 @@ class EventTableModel(ListTableModel):
             if kind == E.ALERT:
                 raised = isinstance(event.get("payload"), dict) and event["payload"].get("state") == RAISED
                 return ALERT_BACKGROUND if raised else None
+        if kind == E.SANDBOX:       # programs ran with less isolation than bubblewrap gives: a warning
+            weak = not isinstance(event.get("payload"), dict) or coding.is_weak(event["payload"])
+            return ALERT_BACKGROUND if weak else None
             return {E.FAILED: FAILED_BACKGROUND, E.COMMAND_REJECTED: REJECTED_BACKGROUND}.get(kind)
         if role == Qt.ItemDataRole.FontRole and kind == E.FAILED:
             font = QFont()
@@ -207,6 +212,8 @@ class EventTableModel(ListTableModel):
     def _tooltip(event: dict, cells: tuple) -> str:
         if event.get("kind") == E.ALERT:
             return cells[3]      # the sentence, whole (the column cuts it)
+        if event.get("kind") == E.SANDBOX and isinstance(event.get("payload"), dict):
+            return coding.isolation_details(event["payload"])     # each guarantee, how it holds or why not
         text = json.dumps(event.get("payload"), indent=1, default=str)
         return text if len(text) <= TOOLTIP_CHARS else text[:TOOLTIP_CHARS] + "…"
 

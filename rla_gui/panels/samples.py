@@ -4,10 +4,12 @@ The engine records one "samples" event per iteration (vocabulary.SamplesPayload)
 trajectories as text with each step's m verdicts and the judge's reasoning, and the environment
 model's variants of this iteration. This panel follows the newest one; a person can step back to an
 earlier iteration, whose samples are read from the database then (only the newest is kept in
-memory: a long run's samples are far too many to hold). Everything in it is model
-output, so it is shown as plain text only — inserted with QTextCursor.insertText or on
-plain-text labels and list items, never through anything that guesses at rich text — and each
-text is cut at MAX_CHARS so one runaway answer cannot freeze the console.
+memory: a long run's samples are far too many to hold). A coding run's trajectory (one with
+`unit_tests`) is shown by program_view.ProgramView instead of the dialogue: its program, its
+ground-truth result and the generated tests. Everything in it is model output, so it is shown as
+plain text only — inserted with QTextCursor.insertText or on plain-text labels, list and table
+items, never through anything that guesses at rich text — and each text is cut at MAX_CHARS so one
+runaway answer cannot freeze the console.
 """
 from __future__ import annotations
 
@@ -27,8 +29,10 @@ from PySide6.QtWidgets import (QCheckBox, QHBoxLayout, QLabel, QListView, QListW
 from rla_engine.vocabulary import EventKind, VariantOutcome
 
 from ..guard import guarded
+from ..model import coding
 from ..widgets.plain_text import auto_text
 from .episode_view import BAD_COLOR, GOOD_COLOR, UNREADABLE_COLOR, chip_color
+from .program_view import ProgramView
 
 if TYPE_CHECKING:       # the session is only ever passed in
     from ..session import RunSession
@@ -297,12 +301,15 @@ class SamplesPanel(QWidget):
         self.trajectories = _wrapping_list(self)
         self.dialogue = DialogueView(self)
         self.reasoning = _plain_text_box(self, PICK_STEP)
+        self.program = ProgramView(MAX_CHARS, self)      # in the dialogue's place for a coding trajectory
         self.variant_list = _wrapping_list(self)
         self.variant_text = _plain_text_box(self, "Select a variant.")
         self.tabs = QTabWidget(self)
         self.tabs.setDocumentMode(True)
         self.tabs.addTab(self._with_legend(self._split(Qt.Orientation.Vertical, self.trajectories, self.dialogue,
-                                                       self.reasoning, sizes=(90, 330, 160))), "Trajectories")
+                                                       self.reasoning, self.program, sizes=(90, 330, 160, 490))),
+                            "Trajectories")
+        self.program.hide()
         self.tabs.addTab(self._split(Qt.Orientation.Vertical, self.variant_list, self.variant_text,
                                      sizes=(120, 400)), "Variants")
         content = QWidget(self)
@@ -513,7 +520,15 @@ class SamplesPanel(QWidget):
         return trajs[row] if 0 <= row < len(trajs) else None
 
     def _show_trajectory(self, _row: int) -> None:
-        self.dialogue.show_trajectory(self.current_trajectory())
+        traj = self.current_trajectory()
+        tests = traj is not None and coding.has_tests(traj)
+        # a test generator's tests are its verdicts: the verdict legend and the dialogue make way
+        for w in (self.dialogue, self.reasoning, self.legend):
+            w.setVisible(not tests)
+        self.program.setVisible(tests)
+        if tests:
+            self.program.show_trajectory(traj)
+        self.dialogue.show_trajectory(None if tests else traj)
         self.reasoning.clear()
         self.dialogue.setExtraSelections([])
 

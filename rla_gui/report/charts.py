@@ -30,7 +30,7 @@ from rla_engine.vocabulary import VARIANT_KINDS, EventKind, TaskStatus
 from ..model.comparison import colour_of
 from ..model.lod import bounds, finite_points, thinned
 from ..model.panel_spec import (AGREEMENT, BALANCE, DIFFICULTY, LOSSES, MARKER_COLOURS, MARKER_KINDS, PALETTE, POLICY,
-                                TIER_COLOURS, Panel, chart_title, short)
+                                TIER_COLOURS, Panel, agreement_panel, chart_title, run_config, short)
 from ..model import variants
 from ..model.run_data import RunData, ema
 from ..model.variants import ACCEPTED, REJECTED
@@ -53,7 +53,19 @@ COMPARE_TITLES = {metrics.SUCCESS: "Success (train)", metrics.EVAL_SUCCESS: "Eva
                   metrics.OUTCOME_AGREEMENT: "Outcome agreement", metrics.PROCESS_AGREEMENT: "Process agreement",
                   metrics.MU: "μ balance", metrics.DIFFICULTY_MEAN: "Pool difficulty (mean)",
                   metrics.IN_BAND: "Tasks in band",
-                  metrics.LOSS_POLICY: "Policy loss", metrics.LOSS_JUDGE: "Judge loss"}
+                  metrics.LOSS_POLICY: "Policy loss", metrics.LOSS_JUDGE: "Judge loss",
+                  metrics.SYN_UT_ACC: "Generated tests: syn UT acc",
+                  metrics.PERFECT_UT_RATE: "Generated tests: perfect UT rate"}
+
+
+def compare_keys(bundles: list[dict]) -> tuple[str, ...]:
+    """COMPARE_KEYS, with the agreement keys of the runs' reward models (panel_spec.agreement_panel):
+    the test generator's beside or instead of the step judge's."""
+    agreement = agreement_panel(run_config(b.get("run")) for b in bundles).keys
+    tests = tuple(k for k in (metrics.SYN_UT_ACC, metrics.PERFECT_UT_RATE) if k in agreement)
+    keys = [k for k in COMPARE_KEYS if k not in AGREEMENT.keys or k in agreement]
+    at = keys.index(metrics.PROCESS_AGREEMENT if metrics.PROCESS_AGREEMENT in keys else metrics.REWARD) + 1
+    return (*keys[:at], *tests, *keys[at:])
 
 
 @dataclass
@@ -302,7 +314,8 @@ def run_charts(bundle: dict, data: RunData | None = None, width: int = 800, heig
     """The one-run report's charts: the four panels, the losses, eval success by tier."""
     data = run_data(bundle) if data is None else data
     marks = markers(bundle)
-    out = [_panel(data, marks, p, width, height).chart(p.id, p.title) for p in (POLICY, AGREEMENT, BALANCE)]
+    agreement = agreement_panel([run_config(bundle.get("run"))])
+    out = [_panel(data, marks, p, width, height).chart(p.id, p.title) for p in (POLICY, agreement, BALANCE)]
     drawn = variant_sample(bundle)
     out.append(_difficulty(drawn, data, marks, width, height).chart(DIFFICULTY.id, DIFFICULTY.title,
                                                                     note=variants_note(drawn)))
@@ -339,7 +352,7 @@ def comparison_charts(bundles: list[dict], datas: list[RunData] | None = None, w
     datas = [run_data(b) for b in bundles] if datas is None else datas
     names = [str(b["run"].get("name") or b["run"]["id"]) for b in bundles]
     out = []
-    for key in dict.fromkeys((*COMPARE_KEYS, *extra_keys)):
+    for key in dict.fromkeys((*compare_keys(bundles), *extra_keys)):
         if not any(key in d for d in datas):
             continue
         c = _Canvas(width, height)

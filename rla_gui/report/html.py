@@ -20,6 +20,7 @@ from rla_engine.vocabulary import TaskStatus
 
 from ..model.panel_spec import HEALTH_PANELS
 from . import charts
+from . import coding
 from . import sections
 from .escape import DASH, duration, esc, kv_table, num, table, value_text, when
 
@@ -50,6 +51,8 @@ table.layout h2{margin-top:14px}
 .notes{white-space:pre-wrap;background:#f7f8fa;border-left:3px solid #c9ced6;padding:6px 10px;margin:8px 0}
 .error{white-space:pre-wrap;background:#fdecea;border-left:3px solid #d62728;padding:6px 10px}
 code{font-family:"DejaVu Sans Mono",Consolas,monospace;font-size:12.5px}
+pre.program{font:12px/1.35 "DejaVu Sans Mono",Consolas,monospace;background:#f7f8fa;border:1px solid #e1e4e8;
+padding:6px 10px;white-space:pre-wrap;overflow-wrap:anywhere}
 @media print{body{background:#fff}.page{max-width:none;padding:0}h2{break-before:page}}
 """
 
@@ -68,6 +71,7 @@ td.group{background-color:#f5f6f8;font-weight:bold}
 .notes{background-color:#f5f6f8} .error{background-color:#fdecea;color:#8a1f1f}
 .badge{color:#ffffff;font-weight:bold}
 code{font-family:"DejaVu Sans Mono",monospace}
+pre.program{font-family:"DejaVu Sans Mono",monospace;font-size:8pt;background-color:#f5f6f8}
 """
 
 SECTIONS = ("title", "summary", "charts", "eval-tiers", "alerts", "config", "events", "adaptation", "pool",
@@ -173,6 +177,9 @@ def _single(doc: _Doc, f: sections.Facts, environment: dict | None, added: Seque
     doc.add(doc.figure(by_id["eval-tiers"]), sections.tier_table(f))
     doc.section("alerts", "Alerts", page_break=False)
     doc.add(sections.alerts_block(f.bundle))
+    if coding.is_coding(f):     # the programs' isolation, the test generator, one program's tests
+        doc.section("coding", "Coding: sandbox and generated tests")
+        doc.add(coding.coding_block(f))
     health = charts.panel_charts(f.bundle, f.data, HEALTH_PANELS[1:])
     if health:
         doc.section("health", "Training health and system")

@@ -128,6 +128,20 @@ class MetricPlot(pg.PlotWidget):
         curve = self.curves[key] = MetricCurve(self.plotItem, key, colour, dashed, width)
         return curve
 
+    def set_keys(self, title: str, keys: tuple[str, ...], dashed: tuple[str, ...] = ()) -> None:
+        """Draw other keys under another title (a run whose reward model writes tests, not step
+        verdicts): the old curves go with their legend entries; the new ones draw on the next refresh."""
+        for curve in self.curves.values():
+            self.plotItem.removeItem(curve.raw)
+            self.plotItem.removeItem(curve.line)     # and its legend entry
+        self.curves = {}
+        for i, key in enumerate(keys):
+            self.add_curve(key, PALETTE[i % len(PALETTE)], dashed=key in dashed)
+        self.title = title
+        self._drawn_state = None
+        self.readout.hide()      # it described the curves just removed
+        self._show_hidden_points()      # the title
+
     def visible_x(self) -> tuple | None:
         """None while x auto-ranges (draw everything, coarsely); else the x range in view."""
         vb = self.plotItem.vb

@@ -1,5 +1,9 @@
 """The status bar's permanent read-out: the open run's alerts (a badge), run state,
-iteration, it/s, device, database."""
+iteration, it/s, device, a coding run's sandbox, database.
+
+The sandbox sits beside the device: like the device it is where the run executes, fixed for the
+run, and a person deciding whether to trust a coding run (or to leave it running on this machine)
+needs it in view whatever dock or tab is in front — not only as a line deep in the event log."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -11,6 +15,7 @@ from rla_engine.alerts import ALERTS, describe, open_alerts
 from rla_engine.text import counted, printable
 from rla_engine.vocabulary import LIVE, EventKind, Status
 
+from ..model import coding
 from ..model.run_data import RunData
 from ..session import RunSession
 from .plain_text import html_text, plain_label, set_tooltip
@@ -36,11 +41,13 @@ class StatusLine:
         self._status: str | None = None
         bar.addPermanentWidget(self.alerts)
         self.state = plain_label("no run open")
-        self.iteration, self.rate, self.device, self.database = (plain_label() for _ in range(4))
-        for w in (self.state, self.iteration, self.rate, self.device, self.database):
+        self.iteration, self.rate, self.device, self.sandbox, self.database = (plain_label() for _ in range(5))
+        self.sandbox.hide()         # only a coding run's programs run in a sandbox
+        for w in (self.state, self.iteration, self.rate, self.device, self.sandbox, self.database):
             bar.addPermanentWidget(w)
         session.cleared.connect(lambda: self.set_run(None, None))
         session.cleared.connect(self.clear_alerts)
+        session.cleared.connect(lambda: self.set_isolation(None))
         session.events_added.connect(self.add_events)
         session.run_changed.connect(lambda run: self.set_run(run, session.data))
         session.metrics_added.connect(lambda _: self.set_rate(session.data))
@@ -71,7 +78,21 @@ class StatusLine:
         return self.state.fontMetrics().elidedText(text, QtCore.Qt.TextElideMode.ElideMiddle, width)
 
     # -- alerts --------------------------------------------------------------------------------
+    def set_isolation(self, payload: dict | None) -> None:
+        """The sandbox level of a coding run (its `sandbox` event); a level weaker than
+        bubblewrap in the alerts' warning colours. None: hidden."""
+        if payload is None:
+            self.sandbox.hide()
+            return
+        self.sandbox.setText(coding.short_isolation(payload))
+        self.sandbox.setStyleSheet(ACTIVE_STYLE if coding.is_weak(payload) else "")
+        set_tooltip(self.sandbox, coding.isolation_details(payload))
+        self.sandbox.show()
+
     def add_events(self, events: list[dict]) -> None:
+        isolation = coding.latest_isolation(events)
+        if isolation is not None:
+            self.set_isolation(isolation)
         kept = [e for e in events if e.get("kind") in ALERT_KINDS]
         if kept:
             self._alert_events += kept
