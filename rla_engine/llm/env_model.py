@@ -30,7 +30,7 @@ The task the agent has now (JSON):
 
 The agent solves the current task {acc:.0%} of the time, which is too {how}. Make the variant {direction}.
 
-Where the agent went wrong, according to its step judge:
+Where the agent went wrong, according to its reward model (a step judge, or the tests it generated):
 {critic}
 
 The JSON format of a task:

@@ -106,3 +106,15 @@ def join_tests_judgements(parts: list[TestsJudgement], offsets: list[int]) -> Te
                           [x for p in parts for x in p.outputs], [x for p in parts for x in p.texts],
                           [x for p in parts for x in p.tests], [x for p in parts for x in p.results],
                           sum(p.exec_seconds for p in parts))
+
+
+def generated_test_notes(judgement: TestsJudgement, groups: list[int], chars: int) -> list[dict]:
+    """For the environment model's critic: each generated test of the groups, cut to `chars`, with
+    the share of the group's programs that passed it (None: unreadable)."""
+    notes = []
+    for g in groups:
+        for test, results in zip(judgement.tests[g], judgement.results[g]):
+            ran = [r for r in results if r and r != Status.SANDBOX_ERROR]
+            notes.append({"input": test[0][:chars] if test else "", "output": test[1][:chars] if test else "",
+                          "pass_rate": sum(r == Status.OK for r in ran) / len(ran) if test and ran else None})
+    return notes

@@ -36,6 +36,7 @@ from .ppo import PPOStats
 
 MAX_CRITIC_STEPS = 64
 MAX_CRITIC_NOTES = 4      # steps told in words to a language-model environment model
+MAX_CRITIC_TESTS = 8      # a test generator's tests, with their pass rates, told to it
 
 
 class PhaseTimer:
@@ -324,7 +325,9 @@ class Trainer:
             if direction is None:
                 continue
             group = slice(g * n, (g + 1) * n)
-            b, t = high_risk[group].nonzero(as_tuple=True)
+            # a test generator's critic reads every program of the task (the official per-test pass
+            # rates are over all of them), not only those that failed every generated test
+            b, t = (episodes.mask if self.cfg.judge.kind == "tests" else high_risk)[group].nonzero(as_tuple=True)
             if self.cfg.env.critic == "random":     # as many steps, chosen without the judge
                 b, t = self._random_steps(episodes.mask[group], len(b))
             b, t = b[:MAX_CRITIC_STEPS] + g * n, t[:MAX_CRITIC_STEPS]
@@ -332,7 +335,9 @@ class Trainer:
             critic = self.family.critic(task, self.backend.critic_steps(episodes, judgement, b, t))
             critic.update({"acc": acc, "direction": direction})
             notes = self.backend.critic_notes(episodes, judgement, b, t)
-            if notes:
+            if notes and self.cfg.judge.kind == "tests":
+                critic["generated_tests"] = notes[:MAX_CRITIC_TESTS]
+            elif notes:
                 critic["high_risk_steps"] = notes[:MAX_CRITIC_NOTES]
             requests.append(VariantRequest(slot, self.pool.roots[slot], task, direction, acc, critic))
         proposals = self.executor.propose(requests, self.cfg.env.tries, self.rng)

@@ -194,9 +194,9 @@ class EventTableModel(ListTableModel):
             if kind == E.ALERT:
                 raised = isinstance(event.get("payload"), dict) and event["payload"].get("state") == RAISED
                 return ALERT_BACKGROUND if raised else None
-        if kind == E.SANDBOX:       # programs ran with less isolation than bubblewrap gives: a warning
-            weak = not isinstance(event.get("payload"), dict) or coding.is_weak(event["payload"])
-            return ALERT_BACKGROUND if weak else None
+            if kind == E.SANDBOX:       # programs ran with less isolation than bubblewrap gives: a warning
+                weak = not isinstance(event.get("payload"), dict) or coding.is_weak(event["payload"])
+                return ALERT_BACKGROUND if weak else None
             return {E.FAILED: FAILED_BACKGROUND, E.COMMAND_REJECTED: REJECTED_BACKGROUND}.get(kind)
         if role == Qt.ItemDataRole.FontRole and kind == E.FAILED:
             font = QFont()

@@ -26,6 +26,7 @@ CELL_CHARS = 40            # an input or expected output in its cell; the rest i
 TIP_CHARS = 600            # a cell's tooltip, as the Samples panel's list tooltips
 PICK_TEST = "Select a test to read its input, expected output and what the generator wrote, whole."
 CUT = "… (cut)"
+MIN_PANE = 24
 
 
 def cut(text: str, limit: int) -> str:
@@ -65,16 +66,17 @@ class ProgramView(QWidget):
         self.detail.setReadOnly(True)
         self.detail.setPlaceholderText(PICK_TEST)
         self.detail.setFont(self.program.font())        # inputs and outputs are the program's text
+        # the summary is a pane of the splitter too: at 800x600 the Samples dock must fit as short
+        # as it did before programs were shown in it (each pane a line or two at the least)
         split = QSplitter(Qt.Orientation.Vertical, self)
-        for w in (self.program, self.tests, self.detail):
-            w.setMinimumHeight(40)
+        for w in (self.summary, self.program, self.tests, self.detail):
+            w.setMinimumHeight(MIN_PANE)
             split.addWidget(w)
             split.setCollapsible(split.indexOf(w), False)
-        split.setSizes([220, 160, 100])
+        split.setSizes([44, 220, 160, 100])
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.setSpacing(0)
-        layout.addWidget(self.summary)
         layout.addWidget(split, 1)
         self.tests.currentCellChanged.connect(lambda row, *_: self._show_test(row))
 

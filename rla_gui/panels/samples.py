@@ -302,6 +302,7 @@ class SamplesPanel(QWidget):
         self.dialogue = DialogueView(self)
         self.reasoning = _plain_text_box(self, PICK_STEP)
         self.program = ProgramView(MAX_CHARS, self)      # in the dialogue's place for a coding trajectory
+        self.program.hide()      # before the splitter lays out: a hidden pane adds nothing to the dock's minimum
         self.variant_list = _wrapping_list(self)
         self.variant_text = _plain_text_box(self, "Select a variant.")
         self.tabs = QTabWidget(self)
@@ -309,7 +310,6 @@ class SamplesPanel(QWidget):
         self.tabs.addTab(self._with_legend(self._split(Qt.Orientation.Vertical, self.trajectories, self.dialogue,
                                                        self.reasoning, self.program, sizes=(90, 330, 160, 490))),
                             "Trajectories")
-        self.program.hide()
         self.tabs.addTab(self._split(Qt.Orientation.Vertical, self.variant_list, self.variant_text,
                                      sizes=(120, 400)), "Variants")
         content = QWidget(self)

@@ -115,6 +115,10 @@ def test_an_iterations_rewards_equal_the_pure_reference():
     assert torch.equal(joined.verdicts, judgement.verdicts) and joined.cells == judgement.cells
     assert joined.results == judgement.results and joined.tests == judgement.tests
     assert [joined.flat(b, 0) for b in range(len(ep.steps))] == [b // r for b in range(len(ep.steps))]
+    # the environment model's critic: each generated test of a task with its pass rate over the task's programs
+    notes = tr.backend.critic_notes(ep, judgement, torch.arange(r), torch.zeros(r, dtype=torch.long))
+    assert [n["pass_rate"] for n in notes] == [sum(x == "ok" for x in res) / r if test else None
+                                              for test, res in zip(judgement.tests[0], judgement.results[0])]
     assert trained_tests        # the seeded draw holds a group in the band: the test generator's case is checked
 
 
@@ -181,3 +185,18 @@ def test_the_ground_truth_of_a_task_is_what_its_reference_prints():
     task = tr.pool.active[0].task
     runs = tr.family.run_programs([tr.family.reference(task)], [coding_run.tests_of(task.params)], 2.0)
     assert [e.status.value for e in runs[0]] == ["ok"] * len(coding_run.tests_of(task.params))
+
+
+def test_a_machine_without_isolation_refuses_a_coding_run_before_it_exists(tmp_path, monkeypatch):
+    """sandbox.require = isolated (the default) where only rlimits work: one line naming what to do,
+    and no run row; with sandbox.require = any the run starts and records the level it ran under."""
+    from rla_engine import launch
+    from rla_engine.sandbox import Isolation, SandboxUnavailable, pool
+    monkeypatch.setattr(pool, "probe", lambda refresh=False: Isolation("process", [("no network", False, "none")]))
+    with pytest.raises(SandboxUnavailable, match="sandbox.require = isolated.*install bubblewrap"):
+        launch.start_run(tmp_path / "x.db", "r", coding(*SCRIPTED, "run.iterations=1"), out=lambda _: None)
+    assert not (tmp_path / "x.db").exists() or not open_store(tmp_path / "x.db").list_runs()
+    assert launch.start_run(tmp_path / "y.db", "r", coding(*SCRIPTED, "run.iterations=1", "sandbox.require=any"),
+                            out=lambda _: None) == 0
+    sandbox = [e["payload"] for e in open_store(tmp_path / "y.db").events("r") if e["kind"] == EventKind.SANDBOX]
+    assert [s["level"] for s in sandbox] == ["process"] and sandbox[0]["guarantees"][0]["holds"] is False

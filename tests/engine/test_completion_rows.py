@@ -26,7 +26,9 @@ def line_steps(family: str, *sets: str):
     """A real rollout's steps (their prompts, and for text_world their turns) cut into lines of at
     most LINE tokens, as the loop cuts an answer at its newlines (a random model rarely writes one):
     (backend, contexts, targets)."""
-    cfg = build(preset="llm-tiny", sets=[f"task.family={family}", "policy.max_new_tokens=16", *sets])
+    # the easiest tasks: a text_world game of few turns keeps the one-by-one reference cheap
+    cfg = build(preset="llm-tiny", sets=[f"task.family={family}", "policy.max_new_tokens=16", "task.dataset_high=0.0",
+                                         *sets])
     tr = Trainer(cfg, torch.device("cpu"))
     tasks = [tr.pool.active[s].task for s in range(2)]
     episodes = tr.backend.collect(tasks, 2)

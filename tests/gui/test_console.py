@@ -14,6 +14,7 @@ from rla_engine import metrics
 from rla_engine.paths import checkpoints_dir, log_path
 from rla_engine.store import open_store
 from rla_gui.main_window import MainWindow
+from rla_gui.model import panel_spec
 
 from gui_support import TINY, until
 
@@ -234,7 +235,8 @@ def test_an_empty_dashboard_frames_every_plot_at_zero_to_one(window, qtbot):
     window.dashboard.refresh()
     qtbot.wait(50)
     plots = window.dashboard.plots
-    assert len(plots) == 11 and [p.plotItem.vb.viewRange() for p in plots] == [[[0, 1], [0, 1]]] * len(plots)
+    assert len(plots) == 4 + len(panel_spec.HEALTH_PANELS)       # the four run panels and every health plot
+    assert [p.plotItem.vb.viewRange() for p in plots] == [[[0, 1], [0, 1]]] * len(plots)
 
 
 def test_delete_on_a_live_run_refuses_before_asking(window, drive, monkeypatch, qtbot):
