@@ -193,7 +193,7 @@ def test_a_machine_without_isolation_refuses_a_coding_run_before_it_exists(tmp_p
     from rla_engine import launch
     from rla_engine.sandbox import Isolation, SandboxUnavailable, pool
     monkeypatch.setattr(pool, "probe", lambda refresh=False: Isolation("process", [("no network", False, "none")]))
-    with pytest.raises(SandboxUnavailable, match="sandbox.require = isolated.*install bubblewrap"):
+    with pytest.raises(SandboxUnavailable, match=r"sandbox\.require = isolated.*install bubblewrap"):
         launch.start_run(tmp_path / "x.db", "r", coding(*SCRIPTED, "run.iterations=1"), out=lambda _: None)
     assert not (tmp_path / "x.db").exists() or not open_store(tmp_path / "x.db").list_runs()
     assert launch.start_run(tmp_path / "y.db", "r", coding(*SCRIPTED, "run.iterations=1", "sandbox.require=any"),
