@@ -8,7 +8,8 @@ import pytest
 
 from rla_engine import metrics
 from rla_engine.alerts import (ALERTS, CLEARED, CONDITION_ENDED, ENV_INVALID, JUDGE_UNANIMOUS, MU_AT_MOST_ONE,
-                               NONE_IN_BAND, NOT_FINITE, RAISED, RUN_ENDED, AlertWatcher, describe, open_alerts)
+                               NONE_IN_BAND, NOT_FINITE, RAISED, RUN_ENDED, SANDBOX_FAILING, AlertWatcher, describe,
+                               open_alerts)
 from rla_engine.store import open_store
 from rla_engine.vocabulary import EventKind
 
@@ -63,6 +64,17 @@ def test_no_sampled_task_in_band_and_a_unanimous_judge():
     events = feed(w, [0.96, 0.94, 0.96, 0.99], key=metrics.UNANIMITY)
     # (0.96, 0.94) averages 0.95 exactly: ≥ 0.95 holds
     assert [(it, p["alert"], p["state"]) for it, p in events] == [(2, JUDGE_UNANIMOUS, RAISED)]
+
+
+def test_sandbox_errors_piling_up_in_a_coding_run_raise_their_alert():
+    """More than 2 % of the executions failed by the sandbox itself, over the window; 2 % exactly is not."""
+    key = metrics.exec_status_key("sandbox_error")
+    events = feed(AlertWatcher(window=2), [0.0, 0.02, 0.02, 0.03, 0.05, 0.0, 0.0], key=key)
+    # (0.02, 0.02) is not above 2 %; (0.02, 0.03) is: raised at 4; afresh, (0.05, 0.0) still holds,
+    # (0.0, 0.0) clears at 7
+    assert [(it, p["alert"], p["state"]) for it, p in events] == [(4, SANDBOX_FAILING, RAISED),
+                                                                  (7, SANDBOX_FAILING, CLEARED)]
+    assert events[0][1]["key"] == key and "sandbox check" in events[0][1]["advice"]
 
 
 def test_the_environment_models_invalid_share_counts_every_answer():
