@@ -17,15 +17,15 @@ ROOT = Path(__file__).resolve().parents[1]
 # whole suite: the engine's tests 568 s, the rest 856 s; after the engine stopped
 # importing torch._dynamo, halves of 568 s and 669 s): Ray, the language-model loop and the fault
 # checks run with the console's; the report layout and the journeys with the engine's. The sandbox's
-# tests and the coding family's (about 45 s) went to the console's half too when they came (2026-12:
-# halves of 9:22 and 7:55 before).
+# tests (about 30 s) went to the console's half too when they came (2026-12: halves of 9:22 and 7:55
+# before; 8:06 and 8:51 after, with the coding family's 13 s there as well).
 # The journeys run in the engine's half, in a process no other console test has used: after the
 # ~400 console tests of the other half, the ablation journey died of a segmentation fault in about
 # half of the runs (a core dump: QTimerInfoList::activateTimers on a freed receiver; the cause is
 # not yet found), and never when it ran in a fresh process.
 TO_SECOND = ["tests/engine/test_ray.py", "tests/engine/test_ray_unreachable.py", "tests/engine/test_llm_loop.py",
              "tests/faults", "tests/engine/test_sandbox_hostile.py", "tests/engine/test_sandbox_basics.py",
-             "tests/engine/test_sandbox_cli.py", "tests/engine/test_coding_family.py"]
+             "tests/engine/test_sandbox_cli.py"]
 TO_FIRST = ["tests/journeys", "tests/report/test_report_layout.py"]
 HALVES = (["tests/engine", *TO_FIRST, *(f"--ignore={m}" for m in TO_SECOND)],
           ["tests/store", "tests/report", "tests/gui", *TO_SECOND,
