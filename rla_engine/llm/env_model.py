@@ -43,8 +43,8 @@ def request_prompt(family, r: VariantRequest) -> str:
     critic = json.dumps(r.critic, ensure_ascii=False, default=str)
     if len(critic) > CRITIC_CHARS:
         critic = critic[:CRITIC_CHARS] + "…"
-    return PROMPT.format(direction=r.direction, root=json.dumps(family.task_json(r.root), ensure_ascii=False),
-                         current=json.dumps(family.task_json(r.task), ensure_ascii=False), acc=r.acc,
+    return PROMPT.format(direction=r.direction, root=json.dumps(family.prompt_json(r.root), ensure_ascii=False),
+                         current=json.dumps(family.prompt_json(r.task), ensure_ascii=False), acc=r.acc,
                          how="often" if r.direction == "harder" else "rarely", critic=critic,
                          schema=family.variant_schema())
 

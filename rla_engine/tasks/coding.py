@@ -68,6 +68,9 @@ class CodingEpisode(TextEpisode):
         return self.family.respond_all([self], [steps])[0]
 
 
+PROMPT_TEST_CHARS = 100     # a test string longer than this is cut in the environment model's prompt
+
+
 class CodingFamily(TextFamily):
     name = "coding"
     lines_are_steps = False
@@ -227,6 +230,16 @@ class CodingFamily(TextFamily):
 
     def task_json(self, task: Task) -> dict:
         return {k: task.params[k] for k in FIELDS}
+
+    def prompt_json(self, task: Task) -> dict:
+        """task_json with each test string over PROMPT_TEST_CHARS cut and its length said: as the
+        official environment model's prompt, which leaves long tests out (a task's six tests reach
+        ~6 KB each here, a small model's whole context)."""
+        data = self.task_json(task)
+        for key in ("test_input", "test_output"):
+            data[key] = [t if len(t) <= PROMPT_TEST_CHARS else f"{t[:PROMPT_TEST_CHARS]}… ({len(t)} characters in all)"
+                         for t in data[key]]
+        return data
 
     def from_json(self, data: object, root: Task) -> Task:
         rp = root.params if isinstance(root.params, dict) else {}

@@ -114,6 +114,11 @@ class TextFamily(abc.ABC):
     def variant_schema(self) -> str:
         """How a task is written as JSON, told to the environment model (keys, types, limits)."""
 
+    def prompt_json(self, task: Task) -> dict:
+        """The task as the environment model's prompt shows it: `task_json` by default; a family
+        whose tasks carry long data (a coding task's tests) may cut it there."""
+        return self.task_json(task)
+
     @abc.abstractmethod
     def task_json(self, task: Task) -> dict:
         """The task as the environment model reads and rewrites it (the schema's shape)."""

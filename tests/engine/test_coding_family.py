@@ -259,3 +259,15 @@ def test_eval_sets_default():
 
 def test_imports_without_torch():
     checks.check_imports_without_torch("rla_engine.tasks.coding")
+
+
+def test_the_environment_models_prompt_cuts_long_tests_and_keeps_the_task_whole():
+    """A long test is cut in the prompt (its length said); task_json and the rebuilt task keep it whole."""
+    from rla_engine.llm.env_model import request_prompt
+    from rla_engine.loop.backend import VariantRequest
+    task = FAM.sample(1.0, np.random.default_rng(5))
+    longest = max(task.params["test_input"], key=len)
+    assert len(longest) > 100
+    prompt = request_prompt(FAM, VariantRequest(0, task, task, "easier", 0.0, {}))
+    assert longest not in prompt and f"… ({len(longest)} characters in all)" in prompt
+    assert FAM.task_json(task)["test_input"] == task.params["test_input"]
