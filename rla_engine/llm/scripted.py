@@ -18,6 +18,7 @@ from collections import OrderedDict
 import numpy as np
 import torch
 
+from ..sandbox import outputs_match
 from ..tasks.coding_mutants import traced_output
 from ..tasks.coding_run import tests_of
 from ..tasks.task import Task
@@ -74,7 +75,7 @@ class Script:
         if not self._coin():
             for source in self.mutants(task):
                 got, _ = traced_output(source, stdin, MUTANT_LINES)
-                if got is not None and " ".join(got.split()) != " ".join(expected.split()):
+                if got is not None and not outputs_match(got.encode(), expected.encode()):
                     said, kind = got, "a wrong test: a mutant's output"
                     break
         return (f"**Test Input:**\n```\n{stdin}\n```\n\n**Test Output:**\n```\n{said}\n```\n\n"

@@ -9,7 +9,7 @@ turns into an "Invalid Test" that every program fails (reward/execute.py:275, 29
 """
 from __future__ import annotations
 
-__all__ = ["SYSTEM_PROMPT", "outputs_match", "parse_test", "test_messages", "test_prompt"]
+__all__ = ["SYSTEM_PROMPT", "parse_test", "test_messages", "test_prompt"]
 
 SYSTEM_PROMPT = (
     "You are a rigorous unit-test designer for coding problems.\n"
@@ -171,8 +171,3 @@ def parse_test(text: str) -> tuple[str, str] | None:
         return None
     return test_in, test_out
 
-
-def outputs_match(got: str, expected: str) -> bool:
-    """The official verdict of one run (reward/execute.py:148-149): equal after collapsing all
-    whitespace runs to one space and trimming the ends."""
-    return " ".join(got.split()) == " ".join(expected.split())

@@ -122,15 +122,14 @@ def sweep(slot: Slot) -> None:
         return
     kill, unshare = tool("kill"), tool("unshare")
     if kill is not None and unshare is not None:
-        try:
+        # a failed kill leaves the scan below to do it
+        with contextlib.suppress(OSError, subprocess.SubprocessError):
             # unshare without a namespace option: setgroups([]), setgid, setuid, exec kill. Not
             # Popen(user=), which forks the whole engine (no vfork when the user changes)
             subprocess.run([unshare, f"--setgid={slot.uid}", f"--setuid={slot.uid}", "--", kill, "-KILL", "-1"],
                            env={}, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                            timeout=10, check=True)
             return
-        except (OSError, subprocess.SubprocessError):
-            pass                # fall through to the scan
     for _ in range(50):
         pids = _pids_of(slot.uid)
         if not pids:

@@ -105,7 +105,7 @@ class CodingFamily(TextFamily):
                       tests: list[list[tuple[str, str]]]) -> list[list[Execution]]:
         """Each response's program (its last ```python block) on its own tests under its task's time
         limit, one pool call. A response without a program is not run: each of its tests reads
-        runtime_error, what the official placeholder program (a sentence) would give."""
+        runtime_error, as the official code's stand-in program (a sentence, run as Python) would."""
         programs = [extract_program(r) for r in responses]
         groups = [(p, t, float(task.params["test_time_limit"]))
                   for task, p, t in zip(tasks, programs, tests) if p is not None]

@@ -1,7 +1,7 @@
 """Running policy programs on a coding task's tests: extraction, one sandbox call, the verdict.
 
 Extraction is Open-AgentRL's (sample/llm_policy_rollout.py, `extract_code`): the last
-```python … ``` block of the response, stripped. Without one the official code runs a placeholder
+```python … ``` block of the response, stripped. Without one the official code runs a stand-in
 sentence, which can only fail; here nothing is run and every test is reported as "no_code".
 
 Scoring. A test passes when its status is ok (the sandbox compares outputs token by token, the

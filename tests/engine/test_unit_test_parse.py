@@ -7,7 +7,8 @@ import time
 import pytest
 
 from rla_engine.llm import unit_tests as ut
-from rla_engine.llm.unit_tests import outputs_match, parse_test
+from rla_engine.llm.unit_tests import parse_test
+from rla_engine.sandbox import outputs_match
 
 # (test_prompt and test_messages are reached through `ut`: imported bare, pytest would collect them)
 
@@ -177,11 +178,12 @@ def test_prompt_asks_for_the_parsed_format():
         assert line in prompt
     assert "exactly ONE" in ut.SYSTEM_PROMPT
     assert [m["role"] for m in ut.test_messages(question)] == ["system", "user"]
-    # the format example itself is not a test: its placeholders are the content
+    # the format example itself is not a test: the text in its angle brackets is what it reads
     assert parse_test(prompt) == ("<put the EXACT stdin content here>", "<put the EXACT stdout content here>")
 
 
 def test_outputs_match_collapses_whitespace():
-    assert outputs_match("1 2\n3\n", " 1  2 3")
-    assert outputs_match("", "\n")
-    assert not outputs_match("12", "1 2")
+    # the one comparison of outputs (the sandbox's), as the official code's
+    assert outputs_match(b"1 2\n3\n", b" 1  2 3")
+    assert outputs_match(b"", b"\n")
+    assert not outputs_match(b"12", b"1 2")
