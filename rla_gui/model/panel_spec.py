@@ -39,7 +39,9 @@ LOSSES = Panel("losses", "Losses", (metrics.LOSS_POLICY, metrics.LOSS_JUDGE, met
 PANELS = (POLICY, AGREEMENT, BALANCE, DIFFICULTY, LOSSES)
 # judge.kind = tests: the reward model writes unit tests, not step verdicts, so its agreement is the
 # generated tests' against the programs the ground truth calls correct (the paper's coding figures)
-TEST_AGREEMENT = Panel("agreement", "Reward-model agreement: generated tests", metrics.UNIT_TESTS)
+# short: at the dashboard's narrowest a longer title and legend were cut (seen at the console); the
+# report's coding section says what each figure means
+TEST_AGREEMENT = Panel("agreement", "Generated tests", metrics.UNIT_TESTS)
 # runs of both kinds compared side by side: one panel offers either's keys
 ANY_AGREEMENT = Panel("agreement", "Reward-model agreement (step judges and test generators)",
                       AGREEMENT.keys + metrics.UNIT_TESTS, dashed=AGREEMENT.dashed)
@@ -99,8 +101,8 @@ LABELS = {metrics.SUCCESS: "success (train)", metrics.EVAL_SUCCESS: "eval succes
           metrics.SYS_GPU_UTIL_PERCENT: "GPU utilisation", metrics.SYS_RSS_MB: "engine resident",
           metrics.SYS_GPU_ALLOCATED_MB: "GPU allocated", metrics.SYS_GPU_RESERVED_MB: "GPU reserved",
           metrics.SYS_GPU_PEAK_MB: "GPU peak",
-          metrics.SYN_UT_ACC: "syn UT acc (correct programs pass)",
-          metrics.PERFECT_UT_RATE: "perfect UT rate (wrong programs fail too)",
+          metrics.SYN_UT_ACC: "syn UT acc",
+          metrics.PERFECT_UT_RATE: "perfect UT rate",
           metrics.TEST_PARSE_FAILURES: "unreadable tests", metrics.EXEC_SECONDS: "seconds running programs",
           metrics.SANDBOX_ERRORS: "sandbox errors (count)", metrics.NO_PROGRAM: "answers without a program",
           **{metrics.exec_status_key(s): s.replace("_", " ") for s in EXEC_STATUSES}}

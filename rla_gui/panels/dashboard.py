@@ -255,7 +255,9 @@ class DashboardPanel(QtWidgets.QWidget):
         if run.get("id") == self._config_of:
             return      # read as often as the engine commits: the configuration never changes
         self._config_of = run.get("id")
-        panel = agreement_panel([run_config(run)])
+        self._show_agreement(agreement_panel([run_config(run)]))
+
+    def _show_agreement(self, panel) -> None:
         if panel is not self.agreement_shown:
             self.agreement_shown = panel
             self.agreement.set_keys(panel.title, panel.keys, panel.dashed)
@@ -411,6 +413,7 @@ class DashboardPanel(QtWidgets.QWidget):
             plot.reset()
         self.health.show_tabs_with_data()
         self._config_of = None
+        self._show_agreement(agreement_panel([]))     # no run open: the step judge's panel, as at start
         for key in self._tiers:
             curve = self.policy.curves.pop(key)
             self.policy.plotItem.removeItem(curve.raw)
