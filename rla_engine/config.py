@@ -582,7 +582,35 @@ def _legacy(key: str, value: Any) -> tuple[str, Any]:
     return current_key(key), value
 
 
+# One switch for the two settings that repair the learned step judge (docs/RESULTS.md, issue 37):
+# `judge.profile = paper` is the paper's exact form. It is not a field of its own: it sets the
+# two, and a run stores those, so a configuration says what ran whichever way it was written.
+PROFILE_KEY = "judge.profile"
+JUDGE_PROFILES: dict[str, tuple[tuple[str, str], ...]] = {
+    "paper": (("judge.unanimous", "zero"), ("policy.step_verdicts", "paper")),
+    "repaired": (("judge.unanimous", "batch"), ("policy.step_verdicts", "failures")),
+}
+
+
+def profile_settings(value: Any) -> tuple[tuple[str, str], ...]:
+    """The settings `judge.profile = value` stands for; ConfigError naming the key otherwise."""
+    if not isinstance(value, str) or value not in JUDGE_PROFILES:
+        sets = ", ".join(key for key, _ in JUDGE_PROFILES["paper"])
+        raise ConfigError(PROFILE_KEY, value, f"must be one of {', '.join(JUDGE_PROFILES)} (it sets {sets})")
+    return JUDGE_PROFILES[value]
+
+
+def profile_of(cfg: Config) -> str:
+    """The profile whose settings cfg holds, or "" when it holds another combination."""
+    return next((name for name, sets in JUDGE_PROFILES.items()
+                 if all(get_value(cfg, key) == value for key, value in sets)), "")
+
+
 def set_value(cfg: Config, key: str, value: Any) -> None:
+    if key == PROFILE_KEY:
+        for setting, setting_value in profile_settings(value):
+            set_value(cfg, setting, setting_value)
+        return
     target, value = _legacy(key, value)
     f = field_meta(target, value)
     try:

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ..config import Config, set_value, validate
+from ..config import PROFILE_KEY, Config, set_value, validate
 from ..errors import InputError
 
 # run.iterations for an arm: the budget, not an iteration count, ends its run
@@ -24,6 +24,7 @@ ARMS: dict[str, tuple[tuple[str, object], ...]] = {
     "step": (("judge.train", False), ("env.strategy", "fixed")),
     "step+judge": (("judge.train", True), ("env.strategy", "fixed")),
     "full": (("judge.train", True), ("env.strategy", "rlanything")),
+    "full (paper form)": (("judge.train", True), ("env.strategy", "rlanything"), (PROFILE_KEY, "paper")),
     "outcome+env": (*_FROZEN_OUTCOME_ONLY, ("env.strategy", "rlanything")),
     "full+gate": (("judge.train", True), ("env.strategy", "rlanything"), ("policy.mu_gate", True)),
     "full+random-critic": (("judge.train", True), ("env.strategy", "rlanything"), ("env.critic", "random")),
@@ -41,7 +42,10 @@ ARM_DESCRIPTIONS: dict[str, str] = {
     "step": "Step rewards from a frozen judge (its initial weights, the base config's λ), fixed task pool.",
     "step+judge": "Step rewards from a judge trained by consistency feedback, fixed task pool.",
     "full": "RLAnything: step rewards, a trained judge and the adaptive task pool (the environment model "
-            "rewrites tasks that are too easy or too hard).",
+            "rewrites tasks that are too easy or too hard), with the base's judge — the embedded presets' is "
+            "the repaired one (judge.profile = repaired).",
+    "full (paper form)": "full with the paper's exact judge (judge.profile = paper), whatever the base's: the "
+                         "form the presets ran before they took the repaired one (docs/RESULTS.md).",
     "outcome+env": "Outcome reward only (λ = 0), judge frozen, adaptive task pool: what adapting the "
                    "environment gives on its own.",
     "full+gate": "full with the μ gate: λ scaled down while the judge's μ says its verdicts carry no signal.",
@@ -62,7 +66,7 @@ ARM_DESCRIPTIONS: dict[str, str] = {
 # own runs; its "full" arm must still be the paper's loop)
 _PAPER_FORM = (("policy.mu_gate", False), ("env.critic", "judge"), ("judge.source", "learned"))
 # arms that use the judge's verdicts in the policy reward need a λ > 0 in the base config
-STEP_ARMS = ("step", "step+judge", "full", "full+gate", "full+random-critic", *DIAGNOSTIC_ARMS)
+STEP_ARMS = ("step", "step+judge", "full", "full (paper form)", "full+gate", "full+random-critic", *DIAGNOSTIC_ARMS)
 GROUP_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,59}\Z")
 
 
@@ -147,4 +151,5 @@ def plan(base: Config, group: str, arms: list[str], seeds: list[int], budget: in
 
 
 def run_id_of(group: str, arm: str, seed: int) -> str:
-    return f"{group}.{arm.replace('+', '_')}.s{seed}"
+    """`<group>.<arm>.s<seed>`, the arm's '+', spaces and brackets as '_' (full+gate: full_gate)."""
+    return f"{group}.{re.sub(r'[^A-Za-z0-9-]+', '_', arm).strip('_')}.s{seed}"

@@ -84,3 +84,18 @@ def test_an_arm_means_the_same_whatever_the_base_says():
     assert (full.policy.mu_gate, full.env.critic, full.policy.lam) == (False, "judge", base.policy.lam)
     assert arm_config(base, "full+gate", 0, 1000).policy.mu_gate
     assert arm_config(base, "full+random-critic", 0, 1000).env.critic == "random"
+
+
+def test_the_paper_form_stays_an_arm_whatever_the_presets_default():
+    """`full (paper form)` is the paper's judge on any base; `full` takes the base's (the presets'
+    repaired judge); both keep every other shared setting, and the run id stays a plain word."""
+    from rla_engine.ablation.arms import arm_config, parse_arms, run_id_of
+    from rla_engine.config import build, profile_of
+    base = build(preset="keyrooms", sets=["judge.profile=repaired", "judge.lr=0.002"])
+    paper, full = arm_config(base, "full (paper form)", 0, 1000), arm_config(base, "full", 0, 1000)
+    assert (profile_of(paper), profile_of(full)) == ("paper", "repaired")
+    assert paper.judge.lr == full.judge.lr == 0.002 and paper.env.strategy == full.env.strategy == "rlanything"
+    assert parse_arms("outcome+env,full (paper form), full") == ["outcome+env", "full (paper form)", "full"]
+    assert run_id_of("g", "full (paper form)", 3) == "g.full_paper_form.s3"
+    assert run_id_of("g", "outcome+env", 0) == "g.outcome_env.s0"
+    assert run_id_of("g", "full+oracle-judge", 0) == "g.full_oracle-judge.s0"

@@ -11,8 +11,9 @@ import tomllib
 
 import pytest
 
-from rla_engine.config import (SECTIONS, Config, ConfigError, build, from_dict, get_value, parse_set, preset_data,
-                               preset_description, preset_names, section_fields, set_value, validate)
+from rla_engine.config import (PROFILE_KEY, SECTIONS, Config, ConfigError, build, from_dict, get_value, parse_set,
+                               preset_data, preset_description, preset_names, profile_of, section_fields, set_value,
+                               validate)
 from rla_engine.tasks import family_names
 
 
@@ -57,7 +58,10 @@ def test_every_preset_builds_and_applies_its_values(name):
     data = _flatten(preset_data(name))
     assert data, f"preset {name} sets nothing"
     for key, value in data.items():
-        assert get_value(cfg, key) == value, key
+        if key == PROFILE_KEY:      # a switch, not a field: it holds the settings it stands for
+            assert profile_of(cfg) == value, key
+        else:
+            assert get_value(cfg, key) == value, key
     assert preset_description(name)          # every preset starts with a '# description' line
 
 
@@ -369,3 +373,22 @@ def test_a_config_stored_before_env_strategy_still_loads(adapt, strategy):
     assert from_dict({"env": {"adapt": adapt}}).env.strategy == strategy
     with pytest.raises(ConfigError, match=r"env\.adapt"):
         from_dict({"env": {"adapt": "yes"}})
+
+
+def test_one_switch_sets_the_judges_form_and_a_run_stores_what_it_stands_for(tmp_path):
+    """judge.profile (issue 37) is a switch, not a setting: it sets judge.unanimous and
+    policy.step_verdicts, and a configuration written down holds those two, never the switch."""
+    from rla_engine.config import JUDGE_PROFILES
+    for name, settings in JUDGE_PROFILES.items():
+        cfg = build(preset="keyrooms", sets=[f"{PROFILE_KEY}={name}"])
+        assert all(get_value(cfg, key) == value for key, value in settings) and profile_of(cfg) == name
+        assert "profile" not in cfg.to_toml() and from_dict(cfg.to_dict()) == cfg
+    # a later setting of one of the two wins, and the result is neither form
+    mixed = build(sets=[f"{PROFILE_KEY}=paper", "policy.step_verdicts=centred"])
+    assert (mixed.judge.unanimous, mixed.policy.step_verdicts, profile_of(mixed)) == ("zero", "centred", "")
+    path = tmp_path / "paper.toml"
+    path.write_text('[judge]\nprofile = "paper"\n', encoding="utf-8")
+    assert profile_of(build(preset="keyrooms", config_file=path)) == "paper"
+    with pytest.raises(ConfigError) as e:
+        build(sets=[f"{PROFILE_KEY}=batch"])
+    assert e.value.key == PROFILE_KEY and "paper, repaired" in str(e.value)

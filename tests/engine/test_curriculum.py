@@ -209,6 +209,8 @@ def test_an_iteration_of_only_rejected_candidates_stores_no_undefined_share(monk
 @pytest.mark.parametrize("unanimous, lam, trained", [(False, 1, False), (True, 1, True), (True, 0, False)])
 def test_unanimous_groups_train_only_on_what_the_step_rewards_tell_apart(monkeypatch, unanimous, lam, trained):
     forced_outcomes(monkeypatch, lambda n: torch.ones(n, dtype=torch.bool))    # every group all-success
-    tr = Trainer(tiny(f"policy.unanimous_groups={str(unanimous).lower()}", f"policy.lam={lam}"), torch.device("cpu"))
+    # the paper's step rewards: with policy.step_verdicts = failures an all-success group has none
+    tr = Trainer(tiny("judge.profile=paper", f"policy.unanimous_groups={str(unanimous).lower()}", f"policy.lam={lam}"),
+                 torch.device("cpu"))
     r = tr.step()
     assert (metrics.LOSS_POLICY in r.metrics) == trained

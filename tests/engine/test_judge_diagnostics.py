@@ -127,7 +127,7 @@ def test_the_vectorised_forms_equal_the_reference(form):
 
 @pytest.mark.parametrize("form", ["centred", "difference", "failures"])
 def test_a_step_verdicts_form_changes_the_policys_reward_only(form):
-    easy = ["task.dataset_high=0.1"]          # successes and failures in the first iteration
+    easy = ["task.dataset_high=0.1", "judge.profile=paper"]    # successes and failures in the first iteration
     paper = Trainer(build(preset="tiny", sets=easy), torch.device("cpu"))
     changed = Trainer(build(preset="tiny", sets=[*easy, f"policy.step_verdicts={form}"]), torch.device("cpu"))
     a, b = paper.step().metrics, changed.step().metrics
@@ -194,10 +194,11 @@ def test_unanimous_steps_get_a_reward_against_the_batch_and_the_rest_keep_the_pa
 
 
 def test_a_run_with_batch_rewards_for_unanimous_steps_trains_its_judge_on_them():
-    tr = Trainer(build(preset="tiny", sets=["judge.unanimous=batch", "judge.m=1"]), torch.device("cpu"))
+    tr = Trainer(build(preset="tiny", sets=["judge.profile=paper", "judge.unanimous=batch", "judge.m=1"]),
+                 torch.device("cpu"))
     trained = [r.get(metrics.JUDGE_TRAINED_SHARE, 0.0) for r in (tr.step().metrics for _ in range(4))]
     assert max(trained) > 0          # m = 1: every step is unanimous, so the paper's form trains on none
-    paper = Trainer(build(preset="tiny", sets=["judge.m=1"]), torch.device("cpu"))
+    paper = Trainer(build(preset="tiny", sets=["judge.m=1", "judge.profile=paper"]), torch.device("cpu"))
     assert all(r.get(metrics.JUDGE_TRAINED_SHARE, 0.0) == 0 for r in (paper.step().metrics for _ in range(4)))
 
 

@@ -66,7 +66,7 @@ def test_the_bonus_moves_a_collapsed_judge_that_the_consistency_reward_leaves_al
 
 
 def _judged_counts(*sets: str) -> list[int]:
-    tr = Trainer(build(preset="tiny", sets=["judge.m=1", *sets]), torch.device("cpu"))
+    tr = Trainer(build(preset="tiny", sets=["judge.m=1", "judge.profile=paper", *sets]), torch.device("cpu"))
     counts: list[int] = []
     update = tr.backend.update_judge
 
@@ -88,7 +88,8 @@ def test_with_the_bonus_the_judge_trains_on_every_verdict_of_its_band_unanimous_
 
 def test_a_run_with_the_bonus_trains_its_judge_on_its_whole_band():
     def run(*sets: str) -> list[dict]:
-        tr = Trainer(build(preset="tiny", sets=["judge.m=1", "judge.lr=0.01", *sets]), torch.device("cpu"))
+        tr = Trainer(build(preset="tiny", sets=["judge.m=1", "judge.lr=0.01", "judge.profile=paper", *sets]),
+                     torch.device("cpu"))
         return [tr.step().metrics for _ in range(6)]
     paper, bonus = run(), run("judge.verdict_entropy=1.0")
     shares = [r[metrics.JUDGE_TRAINED_SHARE] for r in bonus if metrics.JUDGE_TRAINED_SHARE in r]

@@ -26,7 +26,8 @@ def test_a_collapsed_judge_is_shown_while_it_lasts_and_explained(qtbot, tmp_path
 
     async def journey():
         from rla_engine.config import build
-        cfg = build(preset="tiny", sets=["run.iterations=40", "judge.m=1", "alerts.window=2"])
+        # the paper's judge: the repaired one's μ also falls to 1 late in this run, a second alert
+        cfg = build(preset="tiny", sets=["run.iterations=40", "judge.m=1", "alerts.window=2", "judge.profile=paper"])
         win.run_form.load_config(cfg.to_dict(), "tiny")
         win.run_form.start_button.click()
         # raised within its window: the badge names it, its tooltip says what to do
