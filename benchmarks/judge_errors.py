@@ -15,7 +15,8 @@ from pathlib import Path
 
 from rla_engine import metrics
 from rla_engine.ablation.arms import arm_of
-from rla_engine.store import open_store
+from rla_engine.spread import mean_std
+from rla_engine.store import Store, open_store
 
 KEYS = (("process agreement", metrics.PROCESS_AGREEMENT), ("on success", metrics.AGREEMENT_ON_SUCCESS),
         ("on failure", metrics.AGREEMENT_ON_FAILURE), ("outcome share", metrics.OUTCOME_SHARE),
@@ -38,21 +39,24 @@ def quarters(store, run_id: str, key: str) -> list[float | None]:
 
 
 def cell(values: list[float]) -> str:
-    if not values:
-        return "–"
-    if len(values) == 1:
-        return f"{values[0]:.3f}"
-    return f"{statistics.fmean(values):.3f} ± {statistics.stdev(values):.3f}"
+    """mean ± std over the seeds, three decimals; "–" for none."""
+    return mean_std(values).text(lambda v: f"{v:.3f}") or "–"
+
+
+def runs_by_arm(store: Store, group: str) -> dict[str, list[str]]:
+    """The group's run ids by arm, in id order (seed order); SystemExit when it has none."""
+    runs = [r for r in store.list_runs(include_archived=True) if r.get("group_id") == group]
+    if not runs:
+        raise SystemExit(f"no run of group {group!r} in {store.path}")
+    by_arm: dict[str, list[str]] = {}
+    for r in sorted(runs, key=lambda r: r["id"]):
+        by_arm.setdefault(arm_of(r), []).append(r["id"])
+    return by_arm
 
 
 def table(db: Path, group: str) -> str:
     store = open_store(db, create=False)
-    runs = [r for r in store.list_runs(include_archived=True) if r.get("group_id") == group]
-    if not runs:
-        raise SystemExit(f"no run of group {group!r} in {db}")
-    by_arm: dict[str, list[str]] = {}
-    for r in sorted(runs, key=lambda r: r["id"]):
-        by_arm.setdefault(arm_of(r), []).append(r["id"])
+    by_arm = runs_by_arm(store, group)
     head = ["arm", "quarter of the run", *(name for name, _ in KEYS)]
     lines = [f"#### {group}", "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for arm, ids in by_arm.items():
