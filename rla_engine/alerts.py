@@ -123,12 +123,23 @@ ALERTS: dict[str, AlertRule] = {r.name: r for r in (
 )}
 
 
+def unheeded_alerts(lam: float, judge_trains: bool) -> frozenset[str]:
+    """The judge's alerts that say nothing about a run whose policy reward has no step rewards
+    (λ = 0: an ablation's outcome arms): μ ≤ 1 warns that its verdicts add noise to that reward,
+    and a unanimous judge that is not trained either has not stopped learning anything."""
+    if lam:
+        return frozenset()
+    return frozenset({MU_AT_MOST_ONE} if judge_trains else {MU_AT_MOST_ONE, JUDGE_UNANIMOUS})
+
+
 class AlertWatcher:
     """Which alerts are active, and the recent measures that decide the next change. `state`: what
-    `state_json()` returned (a checkpoint carries it), so a resumed run goes on where it was."""
+    `state_json()` returned (a checkpoint carries it), so a resumed run goes on where it was;
+    `unheeded`: rules this run never raises (unheeded_alerts)."""
 
-    def __init__(self, window: int, enabled: bool = True, state: str | None = None):
-        self.window, self.enabled = window, enabled
+    def __init__(self, window: int, enabled: bool = True, state: str | None = None,
+                 unheeded: frozenset[str] = frozenset()):
+        self.window, self.enabled, self.unheeded = window, enabled, unheeded
         self.recent: dict[str, list[tuple[int, float]]] = {}
         self.active: dict[str, dict[str, Any]] = {}     # name -> {"since", "raised_at", "value"}
         self.failed: dict[str, Any] | None = None         # not_finite's raise: it ends the run, never saved
@@ -141,7 +152,7 @@ class AlertWatcher:
             return []
         events: list[Event] = []
         for rule in ALERTS.values():
-            v = rule.value(values) if rule.windowed else None
+            v = rule.value(values) if rule.windowed and rule.name not in self.unheeded else None
             if v is None:
                 continue
             recent = self.recent.setdefault(rule.name, [])

@@ -20,7 +20,7 @@ from collections.abc import Callable
 from . import checkpoint
 from .checkpoint_writer import CheckpointFailed, CheckpointWriter
 from . import metrics
-from .alerts import AlertWatcher, open_alerts
+from .alerts import AlertWatcher, open_alerts, unheeded_alerts
 from .loop.ppo import NonFiniteError
 from .loop.interfaces import Interrupted, IterationResult, RunLoop
 from .output import say
@@ -86,7 +86,8 @@ class Runner:
         self._last_peek = 0.0
         self._beat: Heartbeat | None = None
         self._warned: set[Path] = set()      # checkpoint warnings already said
-        self.alerts = AlertWatcher(self.cfg.alerts.window, self.cfg.alerts.enabled, alert_state)
+        self.alerts = AlertWatcher(self.cfg.alerts.window, self.cfg.alerts.enabled, alert_state,
+                                   unheeded_alerts(self.cfg.policy.lam, self.cfg.judge.train))
         self.system = SystemSampler.for_device(self.cfg.run.system_every_s, trainer.device)
         trainer.set_interrupt(self._stop_requested)
 

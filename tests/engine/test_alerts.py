@@ -1,5 +1,6 @@
 """Alerts from the theory: the watcher's rules on hand-made series, then real `rla run`
 processes driven into each condition, seeing the alert raised and cleared."""
+import itertools
 import json
 import os
 import signal
@@ -54,6 +55,18 @@ def test_an_iteration_without_the_measure_neither_raises_nor_clears_nor_counts()
     assert feed(w, [0.9, None, None]) == []            # one measure is no window of two
     events = feed(w, [0.8, None, 2.0, None, 2.0], start=4)
     assert [(it, p["state"], p["since"]) for it, p in events] == [(4, RAISED, 1), (8, CLEARED, 1)]
+
+
+def test_a_run_without_step_rewards_is_not_warned_about_its_judges_verdicts():
+    """λ = 0 (an ablation's outcome arms): μ ≤ 1 says the verdicts add noise to a reward they are
+    not in; a frozen judge's unanimity says it stopped learning what it never learns."""
+    from rla_engine.alerts import unheeded_alerts
+    collapsed = {metrics.MU: 0.9, metrics.UNANIMITY: 1.0}
+    for lam, trains, raised in ((1.0, True, {MU_AT_MOST_ONE, JUDGE_UNANIMOUS}), (0.0, True, {JUDGE_UNANIMOUS}),
+                                (0.0, False, set()), (0.5, False, {MU_AT_MOST_ONE, JUDGE_UNANIMOUS})):
+        w = AlertWatcher(window=2, unheeded=unheeded_alerts(lam, trains))
+        events = [p for it in (1, 2, 3) for _, p in w.observe(it, collapsed)]
+        assert {p["alert"] for p in events} == raised, (lam, trains)
 
 
 def test_no_sampled_task_in_band_and_a_unanimous_judge():
@@ -232,6 +245,13 @@ def test_mu_at_or_below_one_is_raised_and_cleared_as_the_series_says(tmp_path):
            and p.get("reason") != RUN_ENDED]
     assert got == expected
     assert [s for _, s in got][:2] == [RAISED, CLEARED]
+    # a run with no step rewards (an outcome arm) whose μ falls as low hears nothing of it
+    res = rla("run", *TINY, "--run-id", "m0", "--iterations", "16", "--set", "alerts.window=2",
+              "--set", "policy.lam=0", db=db)
+    assert res.returncode == 0, res.stderr
+    mu0 = [m[metrics.MU] for _, m in sorted(open_store(db).metrics_by_iteration("m0").items()) if metrics.MU in m]
+    assert any(a + b <= 2.0 for a, b in itertools.pairwise(mu0))
+    assert not [p for _, p in alert_events(db, "m0") if p["alert"] == MU_AT_MOST_ONE]
 
 
 @pytest.fixture(scope="module")
