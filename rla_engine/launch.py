@@ -146,7 +146,8 @@ def start_run(db_path: Path, run_id: str, cfg: Config, *, name: str | None = Non
             store.create_run(run_id, name=name, preset=preset or (Path(config_file).name if config_file else ""),
                              config=cfg.to_dict(), device=str(device), group_id=group,
                              first_events=[(EventKind.STARTED, {"device": str(device),
-                                                                "target": cfg.run.iterations})],
+                                                                "target": cfg.run.iterations,
+                                                                "budget": cfg.run.env_step_budget})],
                              first_tasks=trainer.task_rows(live=False))
             out(f"run {run_id} ({name}) on {device}, database {store.path}")
             return drive(store, run_id, trainer, cfg.run.iterations, out)

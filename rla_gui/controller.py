@@ -28,7 +28,7 @@ from rla_engine.vocabulary import LIVE, RunRow
 
 from .model.run_data import RunData
 from .session import RunSession, check_database
-from .model.run_columns import ColumnValues
+from .model.run_columns import ARM_COLUMN, ColumnValues, arm_groups
 
 HISTORY_EVERY_S = 2.0
 
@@ -234,10 +234,16 @@ class ConsoleController(QtCore.QObject):
                 failure = e
             ids = await self.client.group_runs(group)
             await self.refresh_history()
-            self.comparison_ready.emit(await self.load_runs(ids))
+            runs = await self.load_runs(ids)
+            by_arm = arm_groups(runs, plan.arms)
+            if any(len(members) > 1 for _, members in by_arm):    # seeds: each arm's mean and its band
+                self.group_comparison_ready.emit(ARM_COLUMN.id, by_arm)
+            else:
+                self.comparison_ready.emit(runs)
             if failure is not None:
                 raise failure
-            self.message.emit(f"ablation {group} finished: its {len(ids)} runs are open as a comparison", 8000)
+            self.message.emit(f"ablation {group} finished: its {len(ids)} runs are open as a comparison"
+                              + (" of their arms" if len(by_arm) < len(runs) else ""), 8000)
         return self.spawn(run())
 
     def resume(self, run_id: str, iterations: int | None = None, accept_unowned: bool = False) -> asyncio.Task:

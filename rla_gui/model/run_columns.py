@@ -71,6 +71,7 @@ FIXED = [Column(f"field:{key}", FIELD, key, title) for title, key in (
     ("duration", "duration"), ("iter", "iteration"), ("success", metrics.SUCCESS), ("eval", metrics.EVAL_SUCCESS),
     ("μ", metrics.MU), ("difficulty", metrics.DIFFICULTY_MEAN), ("id", "id"))]
 RUN_COLUMNS = [Column(f"run:{key}", RUN, key, _RUN_TITLES.get(key, key)) for key in _RUN_FIELDS]
+ARM_COLUMN = RUN_COLUMNS[0]
 
 
 def config_column(key: str) -> Column:
@@ -214,6 +215,15 @@ def group_rows(rows: Iterable[dict], column: Column, by_value: bool = True) -> l
             groups[key] = Group(key, group_label(column, v, ablation), v)
         groups[key].members.append(row)
     return ordered(list(groups.values()), lambda g: g.value, descending=False) if by_value else list(groups.values())
+
+
+def arm_groups(runs: list[tuple[dict, Any]], arms: list[str]) -> list[tuple[str, list[tuple[dict, Any]]]]:
+    """The runs of one ablation, (run row, its data) each, grouped by arm in the order of `arms`,
+    as a group comparison takes them: [(the arm, its runs), …] (one ablation: the arm names it)."""
+    by_id = {row["id"]: (row, data) for row, data in runs}
+    groups = group_rows([row for row, _ in runs], ARM_COLUMN, by_value=False)
+    groups.sort(key=lambda g: arms.index(g.value) if g.value in arms else len(arms))
+    return [(printable(str(g.value)), [by_id[r["id"]] for r in g.members]) for g in groups]
 
 
 @functools.lru_cache(maxsize=4096)

@@ -126,7 +126,9 @@ SUMMARIES: dict[str, Callable[[dict], str]] = {
     **{kind: _command for kind in CommandKind},
     E.COMMAND_REJECTED: _rejected,
     E.FAILED: _failed,
-    E.STARTED: lambda p: f"on {p.get('device', '?')}, target {p.get('target', '?')} iterations",
+    E.STARTED: lambda p: f"on {p.get('device', '?')}, " + (f"until {p['budget']:,} env steps"
+                                                           if isinstance(p.get("budget"), int) and p["budget"] > 0
+                                                           else f"target {p.get('target', '?')} iterations"),
     E.COMPLETED: lambda p: f"{p.get('iterations', '?')} iterations",
     E.STOPPED: _stopped,
     E.PLACED: _placed,

@@ -22,11 +22,12 @@ from rla_engine.config import validate as validate_config
 from rla_engine.text import printable
 
 from ..widgets import file_dialogs
-from ..widgets.ablation_dialog import AblationDialog, steps_per_second
+from ..widgets.ablation_dialog import FIRST_ABLATION_PRESET, AblationDialog, steps_per_second
 from ..widgets.config_form import ConfigForm
 from ..widgets.view_controls import FlowLayout, control_group
 
 DEFAULTS_LABEL = "(defaults)"
+OPENING_PRESET = "quickstart"       # what the console opens on before a preset was ever chosen
 TOML_FILTER = "TOML files (*.toml);;All files (*)"
 ERROR_STYLE = "color: #d32f2f;"
 NAME_TIP = ("<p>Leave empty for the automatic name, which follows the preset. A name you type stays while "
@@ -244,7 +245,7 @@ class RunFormPanel(QWidget):
 
     def restore_state(self, settings: QSettings) -> None:
         """The preset chosen last time; the form starts from it (a preset since removed is ignored)."""
-        preset = str(settings.value("form/preset", "quickstart"))
+        preset = str(settings.value("form/preset", OPENING_PRESET))
         if self.preset_combo.findText(preset) >= 0:
             self.preset_combo.setCurrentText(preset)
 
@@ -287,20 +288,38 @@ class RunFormPanel(QWidget):
             self._show_error(str(e))
             return None
 
-    def ask_ablation(self) -> AblationSpec | None:
-        """The dialog's choices, None when cancelled (tests replace this method)."""
+    def ask_ablation(self) -> tuple[AblationSpec, str] | None:
+        """The dialog's choices and its base (a preset, or "" for the form's configuration), None
+        when cancelled (tests replace this method)."""
         # the estimate's rate follows the kind of family the form runs: text runs are far slower
-        dialog = AblationDialog(self, rate=steps_per_second(family_kind(self.form.editors["task.family"].value())))
-        return dialog.spec() if dialog.exec() == AblationDialog.DialogCode.Accepted else None
+        rate = steps_per_second(family_kind(self.form.editors["task.family"].value()))
+        edited = not self._holds_preset_as_it_comes()
+        label = f"{self.preset() or DEFAULTS_LABEL}{', edited' if edited else ''}"
+        # a newcomer's form (the preset the console opens on, untouched) gets the ablation that shows the method
+        first = not edited and self.preset() in (OPENING_PRESET, FIRST_ABLATION_PRESET)
+        dialog = AblationDialog(self, rate=rate, form_label=label, first=first)
+        if dialog.exec() != AblationDialog.DialogCode.Accepted:
+            return None
+        return dialog.spec(), dialog.base_preset()
+
+    def _holds_preset_as_it_comes(self) -> bool:
+        try:
+            return self.form.config() == merge(Config(), preset_data(self.preset()) if self.preset() else {})
+        except ConfigError:         # a field holds what no config can: edited
+            return False
 
     def _start_ablation(self) -> None:
-        cfg = self._valid_config()
+        cfg, preset = self._valid_config(), self.preset()
         if cfg is None:
             return
-        spec = self.ask_ablation()
-        if spec is not None:
-            self._action_done()
-            self.ablation_requested.emit(cfg, self.preset(), spec)
+        choice = self.ask_ablation()
+        if choice is None:
+            return
+        spec, base = choice
+        if base:
+            cfg, preset = validate_config(merge(Config(), preset_data(base))), base
+        self._action_done()
+        self.ablation_requested.emit(cfg, preset, spec)
 
     def _save_file(self) -> None:
         cfg = self._valid_config()

@@ -356,7 +356,7 @@ def test_a_language_model_ablation_gets_a_budget_it_can_finish(panel, monkeypatc
         shown.append(dialog)
         return QDialog.DialogCode.Rejected
     monkeypatch.setattr(AblationDialog, "exec", look)
-    panel.preset_combo.setCurrentText("quickstart")
+    panel.preset_combo.setCurrentText("tiny")
     panel.ablation_button.click()
     panel.preset_combo.setCurrentText("llm-tiny")
     panel.ablation_button.click()

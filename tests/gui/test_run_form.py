@@ -23,7 +23,8 @@ from rla_engine.config import Config, merge, preset_data
 from rla_engine.tasks import family_names
 from rla_gui.panels.run_form import RunFormPanel
 from rla_gui.widgets import file_dialogs
-from rla_gui.widgets.ablation_dialog import AblationDialog
+from rla_gui.widgets.ablation_dialog import (FIRST_ABLATION_ARMS, FIRST_ABLATION_BUDGET, FIRST_ABLATION_PRESET,
+                                             FIRST_ABLATION_S, AblationDialog, duration_text)
 
 
 def _all_fields() -> dict[str, dataclasses.Field]:
@@ -272,7 +273,7 @@ def test_the_ablation_dialog_accepts_what_rla_ablate_accepts(qtbot):
 
 def test_ablation_button_emits_the_forms_config_with_the_dialogs_choices(panel, qtbot):
     spec = AblationSpec([1], 5000, ["outcome", "full"], 1)
-    panel.ask_ablation = lambda: spec
+    panel.ask_ablation = lambda: (spec, "")
     panel.preset_combo.setCurrentText("tiny")
     with qtbot.waitSignal(panel.ablation_requested) as got:
         panel.ablation_button.click()
@@ -280,3 +281,39 @@ def test_ablation_button_emits_the_forms_config_with_the_dialogs_choices(panel, 
     assert preset == "tiny" and chosen == spec and cfg.rollout.tasks_per_iter == 4
     panel.form.editors["judge.band_low"].widget.setValue(0.95)     # an invalid form starts no ablation
     assert not panel.ablation_button.isEnabled()
+
+
+def test_a_newcomers_first_ablation_is_the_one_that_shows_the_method(panel, qtbot, monkeypatch):
+    """The form as the console opens it (the quickstart, untouched) offers the keyrooms ablation with
+    the oracle's ceiling; an edited form or another preset offers the form, as the button says."""
+    shown: list[AblationDialog] = []
+    monkeypatch.setattr(AblationDialog, "exec", lambda d: shown.append(d) or AblationDialog.DialogCode.Rejected)
+    panel.preset_combo.setCurrentText("quickstart")
+    panel.ablation_button.click()
+    first = shown[-1]
+    assert first.base_preset() == FIRST_ABLATION_PRESET and sorted(first.spec().arms) == sorted(FIRST_ABLATION_ARMS)
+    assert first.spec().budget == FIRST_ABLATION_BUDGET and "quickstart" in first.base.itemText(1)
+    # it says the time it took on two cores; another plan gets the estimate every plan gets
+    assert first.estimate.text().endswith(f"about {duration_text(FIRST_ABLATION_S)}, as measured.")
+    first.seeds.setText("0,1,2")
+    assert "as measured" not in first.estimate.text() and "12 runs" in first.estimate.text()
+    first.base.setCurrentIndex(1)       # back to the form: its own small plan
+    assert first.base_preset() == "" and first.spec().arms == ["outcome", "full", "outcome+env"]
+    assert first.spec().budget != FIRST_ABLATION_BUDGET
+    panel.form.editors["policy.lam"].widget.setValue(0.5)
+    panel.ablation_button.click()
+    assert shown[-1].base_preset() == "" and "quickstart, edited" in shown[-1].base.currentText()
+    panel.preset_combo.setCurrentText("arithmetic")
+    panel.ablation_button.click()
+    assert shown[-1].base_preset() == ""
+
+
+def test_the_first_ablation_starts_on_its_preset_whatever_the_form_holds(panel, qtbot):
+    spec = AblationSpec([0], 1000, ["outcome", "full"], 1)
+    panel.ask_ablation = lambda: (spec, FIRST_ABLATION_PRESET)
+    panel.preset_combo.setCurrentText("tiny")
+    with qtbot.waitSignal(panel.ablation_requested) as got:
+        panel.ablation_button.click()
+    cfg, preset, chosen = got.args
+    assert preset == FIRST_ABLATION_PRESET and chosen == spec
+    assert cfg == merge(Config(), preset_data(FIRST_ABLATION_PRESET)) and cfg.task.family == "keyrooms"

@@ -1,9 +1,10 @@
-"""An ablation from its dialog to its comparison, then the comparison read as a person reads it:
-the summary, smoothing, another x-axis, exact values under the mouse, an export, and the tab
-closed again."""
+"""An ablation from its dialog to its comparison — two seeds, so each arm's mean with its band —
+then the comparison read as a person reads it: the summary, smoothing, another x-axis, exact
+values under the mouse, an export, and the tab closed again."""
 from PySide6 import QtCore, QtWidgets
 from PySide6.QtTest import QTest
 
+from rla_gui.panels.group_comparison import GroupComparisonPanel
 from rla_gui.widgets.ablation_dialog import AblationDialog
 
 from person import Key, Person, close_console, drag_slider, open_console, pause, until
@@ -12,11 +13,11 @@ ARMS = ("outcome", "full")
 
 
 def fill_ablation(dialog: AblationDialog, seen: dict) -> None:
-    """Seeds 0, arms outcome and full, 900 steps, 2 at a time — and what the dialog said first."""
+    """Seeds 0 and 1, arms outcome and full, 900 steps, 2 at a time — and what the dialog said first."""
     seen["opened with"] = dialog.estimate.text()
     seen["tips"] = {dialog.arms.item(i).text(): dialog.arms.item(i).toolTip() for i in range(dialog.arms.count())}
     dialog.seeds.selectAll()
-    QTest.keyClicks(dialog.seeds, "0")
+    QTest.keyClicks(dialog.seeds, "0,1")
     for i in range(dialog.arms.count()):
         item = dialog.arms.item(i)
         item.setCheckState(QtCore.Qt.CheckState.Checked if item.text() in ARMS else QtCore.Qt.CheckState.Unchecked)
@@ -43,21 +44,27 @@ def test_ablation_from_its_dialog_to_an_exported_comparison(qtbot, tmp_path, dri
         assert "about" in seen["opened with"] and " h " not in seen["opened with"], seen["opened with"]
         assert all(tip for tip in seen["tips"].values()), seen["tips"]
         # 3. the estimate followed the choices
-        assert seen["estimate"].startswith("2 runs (2 arms × 1 seed)"), seen["estimate"]
+        assert seen["estimate"].startswith("4 runs (2 arms × 2 seeds)"), seen["estimate"]
         # 4. the first run is shown live
         await until(lambda: me.state().startswith("outcome · seed 0"), 90, "the first arm shown")
-        # 5. when the group ends it opens as a comparison
+        # its start says what ends it: the budget, not the iteration ceiling no arm reaches
+        await until(lambda: any(cells[3].endswith(", until 900 env steps") for _, cells in win.events.model.items),
+                    30, "the start in Events")
+        # 5. when the group ends it opens as a comparison of its arms: a mean curve and band each
         await until(lambda: len(me.tabs()) == 2, 180, "the comparison tab")
         cmp = win.comparisons[-1]
-        assert me.tabs()[1].startswith("Compare: ")
-        assert sorted(r["name"] for r in me.history()) == ["full · seed 0", "outcome · seed 0"]
-        # 6. the summary counts whole things as whole numbers
+        assert isinstance(cmp, GroupComparisonPanel) and cmp.column == "run:arm"
+        assert [label for label, _ in cmp.groups] == list(ARMS) and all(len(runs) == 2 for _, runs in cmp.groups)
+        assert sorted(r["name"] for r in me.history()) == [f"{arm} · seed {s}" for arm in ("full", "outcome")
+                                                           for s in (0, 1)]
+        # 6. the summary gives each arm's mean ± std of whole counts over its two seeds (halves at most)
         cmp.tabs.setCurrentIndex(1)
         table = cmp.summary_table
         counts = [table.item(r, c).text() for r in range(table.rowCount())
                   if "variants" in (table.verticalHeaderItem(r).text() if table.verticalHeaderItem(r) else "")
                   for c in range(table.columnCount()) if table.item(r, c)]
-        assert counts and all("." not in c for c in counts), counts
+        means = [float(c.split(" ± ")[0]) for c in counts]
+        assert counts and all(" ± " in c and (2 * m).is_integer() for c, m in zip(counts, means)), counts
         cmp.tabs.setCurrentIndex(0)
         await pause(0.3)                           # the panels are laid out, as on a screen
         # 7. smoothing: the slider shows its weight
