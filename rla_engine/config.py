@@ -121,7 +121,8 @@ class PolicyConfig:
                                      "(the verdict as a potential: each step is credited with the change it made); "
                                      "failures: v_i on failed trajectories only, R_i = O on successful ones (where "
                                      "a judge trained by consistency calls nearly every step good). The judge's "
-                                     "own reward is the paper's in every form.",
+                                     "own reward is the paper's in every form. judge.profile = paper | repaired sets "
+                                     "this and judge.unanimous together.",
                             choices=STEP_VERDICTS)
     mu_gate: bool = _f(False, "μ gate (not in the paper): scale λ by clip((μ̂−1)/(μ_target−1), 0, 1), μ̂ an "
                               "EMA of the judge's μ — Theorem 1: verdicts carry signal only when μ > 1.")
@@ -173,7 +174,8 @@ class JudgeConfig:
                                 "themselves, SPEC §4) — once it always agrees nothing moves it back. batch (not in "
                                 "the paper): such steps are z-scored over every such step of the iteration instead. "
                                 "trained (not in the paper): over every such step of the groups the judge trains "
-                                "on (its band), so that its rewards on them average zero where it learns.",
+                                "on (its band), so that its rewards on them average zero where it learns. "
+                                "judge.profile = paper | repaired sets this and policy.step_verdicts together.",
                         choices=("zero", "batch", "trained"))
     verdict_entropy: float = _f(0.0, "Verdict entropy bonus (not in the paper; 0 is its loss): weight of the mean "
                                      "entropy of P(+1) against P(−1) at each verdict the judge samples, over every "

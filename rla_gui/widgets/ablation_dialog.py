@@ -5,7 +5,7 @@ budget every run gets, the arms, and how many runs at a time. Checked with the s
 Its base is the form's configuration, or the first ablation: the keyrooms preset with the arms
 and budget that show the method's effect in the fewest minutes on two cores (docs/RESULTS.md,
 "A first ablation"). It opens on the first ablation when the form holds the preset a newcomer
-sees (the quickstart, where step rewards cannot pay at any budget measured), and otherwise on a
+sees (the quickstart, where the method's early lead is within its seeds' spread), and otherwise on a
 small ablation of the form that finishes in minutes (the full study of docs/RESULTS.md — every
 arm, three seeds, 2 M steps — takes hours there). It says how long the chosen one will take
 before it is started.
@@ -38,7 +38,6 @@ FIRST_ABLATION_PRESET = "keyrooms"
 FIRST_ABLATION_ARMS = ("outcome", "outcome+env", "full", "full+oracle-judge")
 FIRST_ABLATION_SEEDS = "0,1"
 FIRST_ABLATION_BUDGET = 1_000_000
-JOBS_MEASURED = 2
 # Its wall time from Start ablation to the comparison, two at a time on the 2-core machine with
 # nothing else running (the estimate below, made for every family, says twice that).
 FIRST_ABLATION_S = 334.0       # 5 min 46 s and 5 min 21 s: two runs of it, their metrics equal
@@ -232,7 +231,7 @@ class AblationDialog(QDialog):
     def _is_first_ablation(self, spec: AblationSpec) -> bool:
         return (self.base_preset() == FIRST_ABLATION_PRESET and sorted(spec.arms) == sorted(FIRST_ABLATION_ARMS)
                 and spec.seeds == parse_seeds(FIRST_ABLATION_SEEDS) and spec.budget == FIRST_ABLATION_BUDGET
-                and spec.jobs == JOBS_MEASURED)
+                and spec.jobs == DEFAULT_JOBS)
 
     def _estimate_text(self, spec: AblationSpec) -> str:
         runs = len(spec.arms) * len(spec.seeds)
