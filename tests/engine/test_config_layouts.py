@@ -70,8 +70,10 @@ def test_a_file_of_the_earlier_layout_loads_to_the_same_settings(name):
     assert effective(build(config_file=BEFORE / name)) == FILES[name]
 
 
-# the embedded presets took the repaired judge (issue 37, docs/RESULTS.md): their only changes since
+# the embedded presets took the repaired judge, the language-model ones the verdict entropy bonus
+# (issue 37, docs/RESULTS.md): their only changes since
 REPAIRED = {"quickstart", "gridworld", "keyrooms", "arithmetic", "tiny"}
+ENTROPY = {"llm-tiny", "llm-smol"}
 
 
 @pytest.mark.parametrize("name", sorted(set(preset_names()) - PRESETS_SINCE))
@@ -82,6 +84,9 @@ def test_every_preset_keeps_its_settings(name):
     if name in REPAIRED:
         assert profile_of(cfg) == "repaired"
         merge(cfg, {"judge": {"profile": "paper"}})
+    if name in ENTROPY:
+        assert cfg.judge.verdict_entropy == 0.1
+        merge(cfg, {"judge": {"verdict_entropy": 0.0}})
     same_values(cfg, kept)
 
 
@@ -138,10 +143,11 @@ def test_a_run_of_the_earlier_layout_beside_a_new_one_differs_nowhere(tmp_path, 
     and after the lm section has the same settings under the same keys (not the moved ones as
     missing on one side and new on the other); the repaired judge's two settings are the only
     change a preset has had since, and the paper's profile undoes it."""
-    old, new = STORED[name]["config"], build(preset=name, sets=["judge.profile=paper"]).to_dict()
+    as_before = ["judge.profile=paper", "judge.verdict_entropy=0"]
+    old, new = STORED[name]["config"], build(preset=name, sets=as_before).to_dict()
     assert config_differences([old, new]) == []
     changed = set(config_differences([old, build(preset=name).to_dict()]))
-    assert changed == ({"judge.unanimous", "policy.step_verdicts"} if name in REPAIRED else set())
+    assert changed == ({"judge.unanimous", "policy.step_verdicts"} if name in REPAIRED else {"judge.verdict_entropy"})
     store = open_store(tmp_path / "both.db")
     store.create_run("old", name="old", preset=name, config=old, device="cpu")
     store.create_run("new", name="new", preset=name, config=new, device="cpu")
