@@ -15,7 +15,7 @@ import math
 import operator
 import re
 import sys
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -217,7 +217,7 @@ def group_rows(rows: Iterable[dict], column: Column, by_value: bool = True) -> l
     return ordered(list(groups.values()), lambda g: g.value, descending=False) if by_value else list(groups.values())
 
 
-def arm_groups(runs: list[tuple[dict, Any]], arms: list[str]) -> list[tuple[str, list[tuple[dict, Any]]]]:
+def arm_groups(runs: Sequence[tuple[Any, Any]], arms: list[str]) -> list[tuple[str, list[tuple[Any, Any]]]]:
     """The runs of one ablation, (run row, its data) each, grouped by arm in the order of `arms`,
     as a group comparison takes them: [(the arm, its runs), …] (one ablation: the arm names it)."""
     by_id = {row["id"]: (row, data) for row, data in runs}
