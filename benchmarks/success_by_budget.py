@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import statistics
+from dataclasses import dataclass
 from pathlib import Path
 
 from judge_errors import cell, runs_by_arm
@@ -24,14 +25,26 @@ from rla_engine.ablation.results import LAST_EVALS
 from rla_engine.store import Store, open_store
 
 
-def cut_success(store: Store, run_id: str, budget: int) -> tuple[float | None, float]:
-    """The mean of the last LAST_EVALS evaluations taken by the iteration that reached `budget`,
-    and the wall seconds spent by then."""
-    steps = dict(zip(*store.series(run_id, metrics.ENV_STEPS)))
-    reached = next((it for it in sorted(steps) if steps[it] >= budget), max(steps, default=0))
-    evals = [v for it, v in zip(*store.series(run_id, metrics.EVAL_SUCCESS)) if it <= reached]
-    wall = sum(r["wall_s"] or 0.0 for r in store.iterations(run_id) if r["iteration"] <= reached)
-    return (statistics.fmean(evals[-LAST_EVALS:]) if evals else None), wall
+@dataclass(frozen=True)
+class RunSeries:
+    """What a cut reads of one run, read once for every budget."""
+    steps: dict[int, float]             # iteration -> environment steps taken by then
+    evals: list[tuple[int, float]]      # (iteration, held-out success)
+    walls: list[tuple[int, float]]      # (iteration, its own seconds)
+
+    @classmethod
+    def read(cls, store: Store, run_id: str) -> RunSeries:
+        return cls(dict(zip(*store.series(run_id, metrics.ENV_STEPS))),
+                   list(zip(*store.series(run_id, metrics.EVAL_SUCCESS))),
+                   [(r["iteration"], r["wall_s"] or 0.0) for r in store.iterations(run_id)])
+
+    def cut(self, budget: int) -> tuple[float | None, float]:
+        """The mean of the last LAST_EVALS evaluations taken by the iteration that reached
+        `budget`, and the wall seconds spent by then."""
+        reached = next((it for it in sorted(self.steps) if self.steps[it] >= budget), max(self.steps, default=0))
+        evals = [v for it, v in self.evals if it <= reached]
+        wall = sum(w for it, w in self.walls if it <= reached)
+        return (statistics.fmean(evals[-LAST_EVALS:]) if evals else None), wall
 
 
 def table(db: Path, groups: list[str], budgets: list[int]) -> str:
@@ -41,9 +54,10 @@ def table(db: Path, groups: list[str], budgets: list[int]) -> str:
     walls: dict[int, list[float]] = {b: [] for b in budgets}
     for group in groups:
         for arm, ids in runs_by_arm(store, group).items():
+            runs = [RunSeries.read(store, run_id) for run_id in ids]
             cells = []
             for b in budgets:
-                cut = [cut_success(store, run_id, b) for run_id in ids]
+                cut = [run.cut(b) for run in runs]
                 cells.append(cell([s for s, _ in cut if s is not None]))
                 walls[b] += [w for _, w in cut]
             lines.append(f"| {group} | {arm} | {len(ids)} | " + " | ".join(cells) + " |")

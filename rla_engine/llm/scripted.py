@@ -69,7 +69,8 @@ class Script:
     # -- the test generator's tests ----------------------------------------------------------------
     def test(self, task: Task) -> str:
         # a test the official format can carry: an empty input or output reads as an invalid test
-        tests = [t for t in tests_of(task.params) if t[0].strip() and t[1].strip()] or tests_of(task.params)
+        every = tests_of(task.params)
+        tests = [t for t in every if t[0].strip() and t[1].strip()] or every
         stdin, expected = tests[self._pick(len(tests))]
         said, kind = expected, "a ground-truth test"
         if not self._coin():

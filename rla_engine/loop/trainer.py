@@ -318,6 +318,7 @@ class Trainer:
         feedback from the steps every verdict judged −1 (SPEC §5), all requests at once."""
         n, episodes, judgement = batch.rollouts, batch.episodes, batch.judgement
         high_risk = (judgement.verdicts == -1).all(-1) & episodes.mask
+        writes_tests = self.cfg.judge.kind == "tests"
         requests = []
         for g, slot in enumerate(batch.sampled):
             acc = batch.group_acc[g]
@@ -327,7 +328,7 @@ class Trainer:
             group = slice(g * n, (g + 1) * n)
             # a test generator's critic reads every program of the task (the official per-test pass
             # rates are over all of them), not only those that failed every generated test
-            b, t = (episodes.mask if self.cfg.judge.kind == "tests" else high_risk)[group].nonzero(as_tuple=True)
+            b, t = (episodes.mask if writes_tests else high_risk)[group].nonzero(as_tuple=True)
             if self.cfg.env.critic == "random":     # as many steps, chosen without the judge
                 b, t = self._random_steps(episodes.mask[group], len(b))
             b, t = b[:MAX_CRITIC_STEPS] + g * n, t[:MAX_CRITIC_STEPS]
@@ -335,7 +336,7 @@ class Trainer:
             critic = self.family.critic(task, self.backend.critic_steps(episodes, judgement, b, t))
             critic.update({"acc": acc, "direction": direction})
             notes = self.backend.critic_notes(episodes, judgement, b, t)
-            if notes and self.cfg.judge.kind == "tests":
+            if notes and writes_tests:
                 critic["generated_tests"] = notes[:MAX_CRITIC_TESTS]
             elif notes:
                 critic["high_risk_steps"] = notes[:MAX_CRITIC_NOTES]

@@ -113,6 +113,13 @@ def _alert(p: dict) -> str:
     return f"✓ {title} cleared: {why}{now}; it held since iteration {p.get('since', '?')}"
 
 
+def _started(p: dict) -> str:
+    budget = p.get("budget")        # a budget run's iteration target is only a ceiling it never reaches
+    ends = (f"until {budget:,} env steps" if isinstance(budget, int) and budget > 0
+            else f"target {p.get('target', '?')} iterations")
+    return f"on {p.get('device', '?')}, {ends}"
+
+
 def _stopped(p: dict) -> str:
     cut = f" (iteration {p['abandoned_iteration']} cut short, not kept)" if "abandoned_iteration" in p else ""
     return str(p.get("reason", "stopped")) + cut
@@ -126,9 +133,7 @@ SUMMARIES: dict[str, Callable[[dict], str]] = {
     **{kind: _command for kind in CommandKind},
     E.COMMAND_REJECTED: _rejected,
     E.FAILED: _failed,
-    E.STARTED: lambda p: f"on {p.get('device', '?')}, " + (f"until {p['budget']:,} env steps"
-                                                           if isinstance(p.get("budget"), int) and p["budget"] > 0
-                                                           else f"target {p.get('target', '?')} iterations"),
+    E.STARTED: _started,
     E.COMPLETED: lambda p: f"{p.get('iterations', '?')} iterations",
     E.STOPPED: _stopped,
     E.PLACED: _placed,

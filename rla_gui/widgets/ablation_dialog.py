@@ -114,7 +114,6 @@ class AblationDialog(QDialog):
         super().__init__(parent)
         self.setWindowTitle("Start an ablation")
         self.form_rate = rate
-        self.rate = rate
         self.base = QComboBox()
         self.base.setObjectName("base")
         self.base.addItem(f"First ablation: the {FIRST_ABLATION_PRESET} preset, where the method's effect shows",
@@ -172,10 +171,14 @@ class AblationDialog(QDialog):
         """The preset every arm shares, or "" for the form's configuration."""
         return self.base.currentData() or ""
 
+    @property
+    def rate(self) -> float:
+        """The base's measured steps a second: the first ablation's family is a tensor one."""
+        return TENSOR_STEPS_PER_S if self.base_preset() == FIRST_ABLATION_PRESET else self.form_rate
+
     def _base_defaults(self) -> None:
         """The base's own plan: the first ablation's measured one, or minutes of the form's."""
         first = self.base_preset() == FIRST_ABLATION_PRESET
-        self.rate = TENSOR_STEPS_PER_S if first else self.form_rate
         arms = FIRST_ABLATION_ARMS if first else DEFAULT_ARMS
         self.seeds.setText(FIRST_ABLATION_SEEDS if first else DEFAULT_SEEDS)
         for i in range(self.arms.count()):
