@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: setup bubblewrap run test lint bench soak clean
+.PHONY: setup bubblewrap openssh run test lint bench soak clean
 
 setup: $(STAMP)
 
@@ -16,6 +16,7 @@ setup: $(STAMP)
 # the Ray executor's (a two-node Ray cluster on this machine).
 $(STAMP): pyproject.toml
 	@$(MAKE) --no-print-directory bubblewrap
+	@$(MAKE) --no-print-directory openssh
 	@test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	@echo "setting up $(VENV) (torch CPU build, then the project with its test extra)…"
 	@{ $(BIN)/python -m pip install --upgrade pip && \
@@ -32,6 +33,15 @@ bubblewrap:
 	     (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap) >/dev/null 2>&1 \
 	     || { echo "installing bubblewrap failed: run apt-get install bubblewrap"; exit 1; }; }; } \
 	   || echo "bubblewrap is not installed (not root, or no apt-get): the sandbox falls back (rla sandbox check)"
+
+# the console over SSH is tested against a real sshd on 127.0.0.1 (tests/sshd.py); as root on
+# Debian/Ubuntu it is installed here, otherwise those tests are skipped (outside CI)
+openssh:
+	@test -x /usr/sbin/sshd || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && \
+	   { echo "installing openssh-server (the sshd of the console-over-SSH tests)…"; \
+	     (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openssh-server) >/dev/null 2>&1 \
+	     || { echo "installing openssh-server failed: run apt-get install openssh-server"; exit 1; }; }; } \
+	   || echo "openssh-server is not installed (not root, or no apt-get): the tests of the console over SSH are skipped"
 
 run: setup
 	@$(BIN)/rla-gui

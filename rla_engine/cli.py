@@ -121,7 +121,12 @@ def _parser() -> argparse.ArgumentParser:
     imp = sub.add_parser("import", help="import runs from a JSON export into this database")
     imp.add_argument("file")
     imp.add_argument("--as", dest="as_id", metavar="RUN_ID", help="store the (single) run under this id")
-    for sp in (run, abl, res, runs, show, exp, imp, doc):
+    srv = sub.add_parser("serve", help="serve this machine's database to a console on another machine, over the "
+                                       "SSH connection that console opened (the console starts it: `rla-gui --db "
+                                       "ssh://host/path/to/runs.db`)")
+    srv.add_argument("--stdio", action="store_true", required=True,
+                     help="speak the console's protocol on stdin/stdout (the only way: nothing listens on a port)")
+    for sp in (run, abl, res, runs, show, exp, imp, doc, srv):
         sp.add_argument("--db", help="database file (default: $RLA_DB or the user data dir)")
     return p
 
@@ -353,6 +358,11 @@ def cmd_export(a) -> int:
     return code
 
 
+def cmd_serve(a) -> int:
+    from .remote.server import main as serve
+    return serve(str(_db_path(a.db)))
+
+
 def cmd_import(a) -> int:
     bundles = read_bundles(a.file)
     if a.as_id is not None and len(bundles) != 1:
@@ -366,7 +376,7 @@ def cmd_import(a) -> int:
 
 COMMANDS = {"run": cmd_run, "ablate": cmd_ablate, "resume": cmd_resume, "runs": cmd_runs, "show": cmd_show,
             "presets": cmd_presets, "export": cmd_export, "import": cmd_import, "doctor": cmd_doctor,
-            "sandbox": sandbox_command.main}
+            "serve": cmd_serve, "sandbox": sandbox_command.main}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -50,6 +50,9 @@ class Update:
     metrics: dict[str, tuple[np.ndarray, ...]] = field(default_factory=dict)
     events: list[EventRow] = field(default_factory=list)
     rewound: bool = False                                 # iterations were deleted (a resume)
+    # where a watch that picks up after this update starts (EngineClient.watch's after_*)
+    after_iteration: int = 0
+    after_event: int = 0
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -291,10 +294,13 @@ class EngineClient:
         await self._db(Store.refresh_liveness)
         return await self._db(Store.get_run, run_id)
 
-    async def watch(self, run_id: str, interval: float = POLL_S) -> AsyncIterator[Update]:
+    async def watch(self, run_id: str, interval: float = POLL_S, after_iteration: int = 0, after_event: int = 0,
+                    status: str | None = None) -> AsyncIterator[Update]:
         """Yield new metrics and events as the engine commits them; end once the run is over and
-        everything was delivered. The first update holds the whole history so far."""
-        last_iteration, last_event, last_status = 0, 0, None
+        everything was delivered. The first update holds the whole history so far, or what came
+        after an earlier update's `after_iteration` and `after_event` (a watch picked up again
+        over a new connection: nothing twice, nothing lost); `status`, that update's."""
+        last_iteration, last_event, last_status = after_iteration, after_event, status
         while True:
             run = await self.run(run_id)
             if run is None:
@@ -316,7 +322,7 @@ class EngineClient:
             # event just after, and a paused engine writes nothing more
             if metrics or events or rewound or run["status"] != last_status:
                 last_status = run["status"]
-                yield Update(run, metrics, events, rewound)
+                yield Update(run, metrics, events, rewound, last_iteration, last_event)
             if run["status"] in FINAL and run_id not in self.live_processes():
                 return
             await asyncio.sleep(interval)

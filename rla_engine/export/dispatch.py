@@ -21,7 +21,7 @@ def output_paths(fmt: str, out: str | Path) -> list[Path]:
     return [out]
 
 
-def check_targets(db_path: str | Path, fmt: str, out: str | Path, force: bool) -> list[Path]:
+def check_targets(db_path: str | Path | None, fmt: str, out: str | Path, force: bool) -> list[Path]:
     """The files an export writes, once each may be written (files.refuse_existing: never the
     database's own files, only regular files, an existing one only with `force`); raises
     ExportInputError naming the path and why, before any work."""

@@ -1,0 +1,146 @@
+"""The wire between a console and `rla serve --stdio`: one JSON object per line, both ways.
+
+    server, first:  {"rla": "serve", "protocol": 1, "version": "…", "db": "…"}    (or "error": why)
+    request:        {"id": 7, "call": "list_runs", "args": {"include_archived": false}}
+    answer:         {"id": 7, "ok": <result>}   or   {"id": 7, "error": {"kind": …, "message": …}}
+    a stream:       {"id": 7, "update": {…}} … then its answer ("watch"; ended early by "cancel")
+    a beat:         {"beat": 1}    when the server has had nothing to say for BEAT_S
+
+A message whose JSON is longer than COMPRESS_OVER is sent as {"z": "<base64 of zlib(JSON)>"}:
+metric columns shrink ~5×, short answers stay readable. The version is bumped whenever a call or
+a message changes meaning; both ends refuse another version with one line naming both.
+"""
+from __future__ import annotations
+
+import base64
+import json
+import math
+import zlib
+from typing import Any
+
+import numpy as np
+
+PROTOCOL = 1
+BEAT_S = 2.0                     # the server's heartbeat on an idle link
+COMPRESS_OVER = 4096             # bytes of JSON
+MAX_REQUEST_BYTES = 1 << 20      # a request line (the server refuses longer ones)
+MAX_ANSWER_BYTES = 1 << 30       # an answer line (a report's files, compressed)
+
+
+class ProtocolError(ValueError):
+    """A line that is not a message of this protocol."""
+
+
+def _plain(value: Any) -> Any:
+    """NaN and ±inf as strings: JSON has no such numbers, and a metric may hold them."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return {"float": repr(value)}
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    return value
+
+
+def _float_of(d: dict) -> Any:
+    if d.keys() == {"float"} and d["float"] in ("nan", "inf", "-inf"):
+        return float(d["float"])
+    return d
+
+
+def encode(message: dict) -> bytes:
+    """One line (with its newline), compressed when that pays."""
+    text = json.dumps(_plain(message), separators=(",", ":"), allow_nan=False, ensure_ascii=False)
+    data = text.encode()
+    if len(data) > COMPRESS_OVER:
+        packed = base64.b64encode(zlib.compress(data, 6))
+        if len(packed) < len(data):
+            data = b'{"z":"' + packed + b'"}'
+    return data + b"\n"
+
+
+def decode(line: bytes, limit: int = MAX_ANSWER_BYTES) -> dict:
+    """The message of one line; ProtocolError names what is wrong with it."""
+    if len(line) > limit:
+        raise ProtocolError(f"a line of {len(line)} bytes (at most {limit})")
+    try:
+        message = json.loads(line, object_hook=_float_of, parse_constant=_no_constant)
+    except (ValueError, RecursionError) as e:
+        raise ProtocolError(f"not JSON: {_short(e)}") from None
+    if isinstance(message, dict) and message.keys() == {"z"}:
+        if not isinstance(message["z"], str):
+            raise ProtocolError("a compressed message that is not a string")
+        try:
+            inflated = zlib.decompressobj().decompress(base64.b64decode(message["z"], validate=True), limit)
+        except (ValueError, zlib.error) as e:
+            raise ProtocolError(f"a compressed message that does not inflate: {_short(e)}") from None
+        return decode(inflated, limit)
+    if not isinstance(message, dict):
+        raise ProtocolError(f"a JSON {type(message).__name__}, not an object")
+    return message
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def _short(e: BaseException) -> str:
+    text = " ".join(str(e).split())
+    return text if len(text) <= 200 else text[:199] + "…"
+
+
+ARRAY_DTYPES = ("<i8", "<f8")
+
+
+def pack_columns(columns: dict[str, tuple[np.ndarray, ...]]) -> dict[str, list[dict]]:
+    """Metric columns (iterations, values, t) as their raw bytes, deflated: a 100k-iteration
+    history is a few megabytes instead of a Python object per value, and NaN stays NaN."""
+    return {key: [_pack(np.asarray(c)) for c in cols] for key, cols in columns.items()}
+
+
+def _pack(a: np.ndarray) -> dict:
+    a = a.astype("<i8" if a.dtype.kind in "iu" else "<f8", copy=False)
+    return {"a": a.dtype.str, "zb": base64.b64encode(zlib.compress(a.tobytes(), 1)).decode()}
+
+
+def unpack_columns(packed: Any) -> dict[str, tuple[np.ndarray, ...]]:
+    if not isinstance(packed, dict):
+        raise ProtocolError("metric columns that are not an object")
+    out = {}
+    for key, cols in packed.items():
+        if not isinstance(cols, list) or len(cols) != 3:
+            raise ProtocolError(f"metric {key!r}: not three columns")
+        arrays = tuple(_unpack(c) for c in cols)
+        if len({len(a) for a in arrays}) != 1:
+            raise ProtocolError(f"metric {key!r}: columns of different lengths")
+        out[key] = arrays
+    return out
+
+
+def _unpack(col: Any) -> np.ndarray:
+    if not isinstance(col, dict) or col.get("a") not in ARRAY_DTYPES or not isinstance(col.get("zb"), str):
+        raise ProtocolError("a column that is not a packed array")
+    try:
+        raw = zlib.decompress(base64.b64decode(col["zb"], validate=True))
+        return np.frombuffer(raw, dtype=col["a"]).astype(np.int64 if col["a"] == "<i8" else np.float64)
+    except (ValueError, zlib.error) as e:
+        raise ProtocolError(f"a column that does not unpack: {_short(e)}") from None
+
+
+def hello(db: str, version: str, error: str | None = None) -> dict:
+    message: dict[str, Any] = {"rla": "serve", "protocol": PROTOCOL, "version": version, "db": db}
+    if error is not None:
+        message["error"] = error
+    return message
+
+
+def check_hello(message: dict) -> None:
+    """Raise ProtocolError unless this is a server of our protocol that opened its database."""
+    if message.get("rla") != "serve":
+        raise ProtocolError("the remote command did not answer as `rla serve`")
+    theirs = message.get("protocol")
+    if theirs != PROTOCOL:
+        raise ProtocolError(f"the remote rla {message.get('version', '?')} speaks protocol {theirs}, this console "
+                            f"speaks protocol {PROTOCOL}: install the same version of the project on both machines")
+    if message.get("error"):
+        raise ProtocolError(str(message["error"]))
