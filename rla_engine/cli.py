@@ -126,6 +126,8 @@ def _parser() -> argparse.ArgumentParser:
                                        "ssh://host/path/to/runs.db`)")
     srv.add_argument("--stdio", action="store_true", required=True,
                      help="speak the console's protocol on stdin/stdout (the only way: nothing listens on a port)")
+    srv.add_argument("--create", action="store_true",
+                     help="make the database if there is none at --db (else a missing one is refused: a mistyped path)")
     for sp in (run, abl, res, runs, show, exp, imp, doc, srv):
         sp.add_argument("--db", help="database file (default: $RLA_DB or the user data dir)")
     return p
@@ -360,7 +362,7 @@ def cmd_export(a) -> int:
 
 def cmd_serve(a) -> int:
     from .remote.server import main as serve
-    return serve(str(_db_path(a.db)))
+    return serve(str(_db_path(a.db)), create=a.create)
 
 
 def cmd_import(a) -> int:

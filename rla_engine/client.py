@@ -69,6 +69,11 @@ class EngineClient:
         self._store: Store | None = None
         self.processes: dict[str, asyncio.subprocess.Process] = {}
 
+    @property
+    def location(self) -> Path:
+        """Where the database is (a RemoteClient's is an ssh:// address)."""
+        return self.db_path
+
     async def _db(self, fn: Callable[Concatenate[Store, P], R], *args: P.args, **kw: P.kwargs) -> R:
         """Call a Store method (`Store.get_run`, …) on the store's own thread: SQLite work never
         runs on the event loop, and one connection serves every call in order."""

@@ -1,4 +1,4 @@
-"""Composition root: `rla-gui [--db PATH]` / `python -m rla_gui`."""
+"""Composition root: `rla-gui [--db PATH | --db ssh://[user@]host[:port]/path]` / `python -m rla_gui`."""
 from __future__ import annotations
 
 import argparse
@@ -14,9 +14,11 @@ import qasync
 from PySide6 import QtCore, QtWidgets
 
 from rla_engine.paths import default_db_path
+from rla_engine.remote import AddressError, RemoteClient, RemoteError, SshAddress, parse_location
 
 from . import gc_guard
 from .main_window import MainWindow
+from .model.location import Location
 from .session import check_database
 from .theme import apply_plot_theme
 from .widgets.plain_text import message_box
@@ -56,20 +58,57 @@ def watch_signals() -> QtCore.QSocketNotifier:
     return notifier
 
 
+def refuse(problem: str) -> int:
+    """A database that cannot be opened: said on stderr and in a box; exit code 2 (bad input)."""
+    print(f"rla-gui: {problem}", file=sys.stderr)
+    message_box(QtWidgets.QMessageBox.Icon.Critical, "Cannot open the database", problem).exec()   # a path: plain
+    return 2
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="rla-gui", description="The RLAnything desktop console.")
-    parser.add_argument("--db", help="database file (default: $RLA_DB or the user data dir)")
+    parser.add_argument("--db", help="database file, or a database on another machine as "
+                                     "ssh://[user@]host[:port]/path/to/runs.db[?rla=/path/to/rla] "
+                                     "(default: $RLA_DB or the user data dir)")
     args = parser.parse_args(argv)
-    db = Path(args.db) if args.db else default_db_path()
     app = build_app(sys.argv[:1])
-    problem = check_database(db)
-    if problem:
-        print(f"rla-gui: {problem}", file=sys.stderr)
-        message_box(QtWidgets.QMessageBox.Icon.Critical, "Cannot open the database", problem).exec()   # a path: plain
-        return 2
+    try:
+        db: Location = parse_location(args.db) if args.db else default_db_path()
+    except AddressError as e:
+        return refuse(str(e))
+    if isinstance(db, Path):
+        problem = check_database(db)
+        if problem:
+            return refuse(problem)
     loop = qasync.QEventLoop(app)
     asyncio.set_event_loop(loop)
-    window = MainWindow(db)
+    with loop:
+        # one run of the loop to the end: between two run_until_complete calls qasync's loop is not
+        # running, yet Qt still delivers the close-time work's callbacks, and a step of it then failed
+        # with "no running event loop" (seen closing with "let it run on" after a database switch)
+        problem = loop.run_until_complete(console(app, db))
+    return refuse(problem) if problem else 0
+
+
+async def connected(address: SshAddress) -> RemoteClient | str:
+    """A remote database's client, connected (ssh, its `rla serve`), or why it cannot be."""
+    print(f"rla-gui: connecting to {address.label}…", file=sys.stderr)
+    client = RemoteClient(address)
+    try:
+        await client.connect()
+    except RemoteError as e:
+        await client.close()
+        return e.cause
+    return client
+
+
+async def console(app: QtWidgets.QApplication, db: Location) -> str | None:
+    """The window on `db`, until it is closed and its close-time work is done; a remote database
+    that cannot be reached is not opened: why, returned (the window never shows)."""
+    client = await connected(db) if isinstance(db, SshAddress) else None
+    if isinstance(client, str):
+        return client
+    window = MainWindow(db, client=client)
     window.show()
     closed = asyncio.Event()
     # the loop outlives the window so the close-time work (a stop command) can finish
@@ -88,17 +127,10 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
     window.signal_notifier = watch_signals()   # kept alive with the window
-    async def until_closed() -> None:
-        await closed.wait()
-        if window.finished is not None:
-            await window.finished
-
-    # one run of the loop to the end: between two run_until_complete calls qasync's loop is not
-    # running, yet Qt still delivers the close-time work's callbacks, and a step of it then failed
-    # with "no running event loop" (seen closing with "let it run on" after a database switch)
-    with loop:
-        loop.run_until_complete(until_closed())
-    return 0
+    await closed.wait()
+    if window.finished is not None:
+        await window.finished
+    return None
 
 
 if __name__ == "__main__":

@@ -5,6 +5,10 @@ this object acts, panels show).
 Every workflow runs as an asyncio task on the Qt loop. What a user must see comes back as a
 signal: `message` for the status bar (every error too, in one line), and `engine_failed` when an
 engine or the report tool failed with a log worth reading (an EngineError that carries one).
+
+The database is a local file (a Path) or one on another machine (an SshAddress, reached with a
+RemoteClient over the user's ssh): `location` is either; `connection_changed` tells how the
+link to a remote one stands.
 """
 from __future__ import annotations
 
@@ -19,13 +23,15 @@ from typing import Any
 from PySide6 import QtCore
 
 from rla_engine.ablation.arms import AblationSpec
-from rla_engine.client import EngineClient, EngineError
+from rla_engine.client import EngineError
 from rla_engine.commandline import UNOWNED_FLAG
 from rla_engine.config import Config
+from rla_engine.remote import RemoteClient, RemoteError, SshAddress, client_for
 from rla_engine.summary import SUMMARY_KEYS
 from rla_engine.text import counted
 from rla_engine.vocabulary import LIVE, RunRow
 
+from .model.location import Client, Location, as_location
 from .model.run_data import RunData
 from .session import RunSession, check_database
 from .model.run_columns import ARM_COLUMN, ColumnValues, arm_groups
@@ -37,8 +43,11 @@ class ConsoleController(QtCore.QObject):
     message = QtCore.Signal(str, int)            # status-bar text, how long in ms (0: until the next)
     engine_failed = QtCore.Signal(str, str)      # run id ("" when none), the error with its log
     unowned_refused = QtCore.Signal(str, int)    # run id, iterations (0: to its target): only unsigned checkpoints
-    database_opened = QtCore.Signal(object)      # Path
-    database_refused = QtCore.Signal(object, str)  # Path, why it cannot be opened (the old one stays open)
+    database_opened = QtCore.Signal(object)      # its location: a Path or an SshAddress
+    database_refused = QtCore.Signal(object, str)  # location, why it cannot be opened (the old one stays open)
+    # a remote database's link: "connecting", "connected", "lost", "failed", with one line to show;
+    # ("", "") for a local database (nothing to show)
+    connection_changed = QtCore.Signal(str, str)
     run_opened = QtCore.Signal(str)
     # rows travel as Python objects (`object`): a `list` signal copies them into Qt variants, and a
     # value no 64-bit integer holds (a hand-edited 10**400) stopped every refresh with an OverflowError
@@ -55,10 +64,13 @@ class ConsoleController(QtCore.QObject):
     # a console closed with "let it run on", or started from a terminal; the person is told, once
     live_runs_found = QtCore.Signal(object)       # [run row, …]
 
-    def __init__(self, db_path: Path, parent: QtCore.QObject | None = None):
+    def __init__(self, location: Location, parent: QtCore.QObject | None = None, client: Client | None = None):
+        """`client`: the database's client when it is already made (a remote one connected at
+        start-up); else one is made, and a remote one connects with its first call."""
         super().__init__(parent)
-        self.db_path = Path(db_path)
-        self.session = RunSession(EngineClient(self.db_path), self)
+        self.location: Location = as_location(location)
+        self.session = RunSession(client or client_for(self.location), self)
+        self._listen(self.session.client)
         self.session.failed.connect(self.engine_failed)
         self.session.trouble.connect(lambda text: self.message.emit(text, 10_000))
         self.include_archived = False
@@ -73,37 +85,91 @@ class ConsoleController(QtCore.QObject):
         self._announce_live = False          # the first read of a newly opened database tells of its live runs
 
     @property
-    def client(self) -> EngineClient:
+    def client(self) -> Client:
         return self.session.client
 
+    @property
+    def db_path(self) -> Location:
+        """The database's location (the name from when it could only be a local file)."""
+        return self.location
+
+    # -- a remote database's link --------------------------------------------------------------
+    def _listen(self, client: Client) -> None:
+        if isinstance(client, RemoteClient):
+            client.on_state.append(self._connection_state)
+
+    def _unlisten(self, client: Client) -> None:
+        if isinstance(client, RemoteClient) and self._connection_state in client.on_state:
+            client.on_state.remove(self._connection_state)
+
+    def _connection_state(self, state: str, text: str) -> None:
+        # RemoteClient calls this on the asyncio loop, which is Qt's thread under qasync
+        if not self.closing:
+            with contextlib.suppress(RuntimeError):     # the window, and this controller, are gone
+                self.connection_changed.emit(state, text)
+
+    def connection_state(self) -> tuple[str, str]:
+        """How the link to the database stands now: ("", "") for a local database."""
+        client = self.client
+        if not isinstance(client, RemoteClient):
+            return "", ""
+        if client.state == "new":         # its first call connects it
+            return "connecting", "connecting over ssh…"
+        return client.state, client.state_text
+
     # -- database and runs ---------------------------------------------------------------------
-    def switch_database(self, path: Path, stop_runs: Sequence[str] = ()) -> asyncio.Task:
-        """File ▸ Open / New database: the file is opened (or created) and checked first, in the
-        store's thread; one that is no database is refused and the console stays where it was.
-        `stop_runs`: the old database's live runs the person chose to stop as it is left."""
+    def switch_database(self, where: Location, stop_runs: Sequence[str] = ()) -> asyncio.Task:
+        """File ▸ Open / New database: a local file is opened (or created) and checked first, in
+        the store's thread; a remote database is connected to (ssh, its `rla serve`). One that
+        cannot be is refused and the console stays where it was. `stop_runs`: the old
+        database's live runs the person chose to stop as it is left."""
+        location = as_location(where)
+
         async def run() -> None:
-            # a thread of our own: qasync's default executor is made of QThreads that nobody stops,
-            # and Qt aborts the process at exit over a QThread still running
-            with ThreadPoolExecutor(1, thread_name_prefix="rla-check") as pool:
-                problem = await asyncio.get_running_loop().run_in_executor(pool, check_database, Path(path))
-            if problem is not None:
-                self.database_refused.emit(Path(path), problem)
-                return
-            await self._write_pending_notes()
-            for run_id in stop_runs:
-                await self.client.stop(run_id)
-            self.open_database(Path(path))
+            client: Client | None = None
+            if isinstance(location, SshAddress):
+                if location != self.location:
+                    client = RemoteClient(location)
+                    try:
+                        await client.connect()
+                    except RemoteError as e:
+                        await client.close()
+                        self.database_refused.emit(location, e.cause)
+                        return
+            else:
+                # a thread of our own: qasync's default executor is made of QThreads that nobody stops,
+                # and Qt aborts the process at exit over a QThread still running
+                with ThreadPoolExecutor(1, thread_name_prefix="rla-check") as pool:
+                    problem = await asyncio.get_running_loop().run_in_executor(pool, check_database, location)
+                if problem is not None:
+                    self.database_refused.emit(location, problem)
+                    return
+            try:
+                await self._write_pending_notes()
+                for run_id in stop_runs:
+                    await self.client.stop(run_id)
+            except BaseException:
+                if client is not None:        # connected for nothing: its ssh goes now
+                    await asyncio.shield(client.close())
+                raise
+            self.open_database(location, client)
         return self.spawn(run())
 
-    def open_database(self, path: Path) -> None:
-        self.db_path = Path(path)
-        if self.session.client.db_path != self.db_path:
-            self.session.use_client(EngineClient(self.db_path))
+    def open_database(self, where: Location, client: Client | None = None) -> None:
+        """Show the runs of the database at `where`; `client` is its client when already made
+        (connected)."""
+        self.location = location = as_location(where)
+        if client is not None or self.session.client.location != location:
+            self._unlisten(self.session.client)
+            new = client or client_for(location)
+            self._listen(new)
+            self.session.use_client(new)
         else:
             self.session.open(None)
         self.column_values = ColumnValues()
         self._rows, self._announce_live = [], True
-        self.database_opened.emit(self.db_path)
+        self.database_opened.emit(location)
+        self.connection_changed.emit(*self.connection_state())
         if self._history_task is not None:
             self._history_task.cancel()
         self._history_task = asyncio.ensure_future(self._history_loop())
@@ -338,7 +404,7 @@ class ConsoleController(QtCore.QObject):
         return self.spawn(run())
 
     @staticmethod
-    async def _write_notes(client: EngineClient, run_id: str, notes: str, tags: list[str]) -> None:
+    async def _write_notes(client: Client, run_id: str, notes: str, tags: list[str]) -> None:
         await client.set_notes(run_id, notes)
         await client.set_tags(run_id, tags)
 

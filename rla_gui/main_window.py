@@ -13,11 +13,14 @@ from PySide6 import QtCore, QtGui, QtWidgets
 
 from rla_engine.config import Config
 from rla_engine.export import output_paths
+from rla_engine.remote import SshAddress
 from rla_engine.text import as_html, counted, printable
 from rla_engine.vocabulary import LIVE, CommandKind, Status
 
 from .controller import ConsoleController
+from .model import location as locations
 from .model.database_settings import DatabaseSettings
+from .model.location import Client, Location, label, local_path, start_folder
 from .panels.comparison import ComparisonPanel, ComparisonView
 from .panels.group_comparison import GroupComparisonPanel
 from .panels.controls import ControlsPanel
@@ -31,6 +34,7 @@ from .panels.samples import SamplesPanel
 from .theme import apply_plot_theme
 from .widgets import file_dialogs
 from .widgets.plain_text import action_text, auto_text, message_box, plain_label
+from .widgets.remote_dialog import RemoteDatabaseDialog
 from .widgets.status_line import StatusLine
 
 SHORTCUTS = [("Space", "Pause / resume the open run"), ("Ctrl+N", "New run"), ("Ctrl+F", "Find a run in the history"),
@@ -56,12 +60,14 @@ class KeepsViewState(Protocol):
 
 
 class MainWindow(QtWidgets.QMainWindow):
-    def __init__(self, db_path: Path, settings: QtCore.QSettings | None = None):
+    def __init__(self, db_path: Location, settings: QtCore.QSettings | None = None, client: Client | None = None):
+        """`db_path`: a local database file or a remote database's address; `client`: its client
+        when already made (app.py connects to a remote one before the window opens)."""
         super().__init__()
         self.settings = settings or QtCore.QSettings()
         apply_plot_theme()
         file_dialogs.guard_pyqtgraph_exports()
-        self.controller = ConsoleController(db_path, self)
+        self.controller = ConsoleController(db_path, self, client)
         session = self.controller.session
         self.dashboard = DashboardPanel(session)
         self.run_form = RunFormPanel()
@@ -159,6 +165,9 @@ class MainWindow(QtWidgets.QMainWindow):
         file = m.addMenu("&File")
         self._action(file, "&New run", self.show_new_run, "Ctrl+N")
         self._action(file, "&Open database…", self.ask_open_database, "Ctrl+O")
+        self._action(file, "Open &remote database…", self.ask_open_remote_database)
+        self.recent_menu = file.addMenu("Recen&t databases")
+        self.recent_menu.aboutToShow.connect(self._fill_recent_menu)
         self._action(file, "New &database…", self.ask_new_database)
         self._action(file, "&Export…", self.ask_export, "Ctrl+E")
         file.addSeparator()
@@ -213,6 +222,7 @@ class MainWindow(QtWidgets.QMainWindow):
             (c.unowned_refused, self.ask_unowned_resume),
             (c.database_opened, self._on_database),
             (c.database_refused, self.show_database_refused),
+            (c.connection_changed, self.status_line.set_connection),
             (c.live_runs_found, self.show_live_runs),
             (self.dashboard.charts_changed, self._save_charts),
         )
@@ -220,23 +230,25 @@ class MainWindow(QtWidgets.QMainWindow):
             signal.connect(slot)
 
     # -- database, runs, comparisons -------------------------------------------------------------
-    def open_database(self, path: Path) -> None:
-        self.controller.open_database(path)
+    def open_database(self, location: Location) -> None:
+        self.controller.open_database(location)
 
-    def _on_database(self, path: Path) -> None:
-        self.setWindowTitle(f"RLAnything console — {printable(str(path))}")
-        self.status_line.set_database(path)
-        self.settings.setValue("database", str(path))
+    def _on_database(self, location: Location) -> None:
+        self.setWindowTitle(f"RLAnything console — {printable(label(location))}")
+        self.status_line.set_database(location)
+        self.settings.setValue("database", str(location))
+        locations.remember(self.settings, location)
+        self._fill_recent_menu()
         for index in reversed(range(1, self.views.count())):     # comparisons of the old database
             self._close_view(index)
-        self.history.use_database(self.settings, path)
+        self.history.use_database(self.settings, location)
         self.dashboard.set_charts(self._saved_charts())
 
     def _saved_charts(self) -> list[list[str]]:
-        return DatabaseSettings(self.settings, self.controller.db_path).charts()
+        return DatabaseSettings(self.settings, self.controller.location).charts()
 
     def _save_charts(self) -> None:
-        DatabaseSettings(self.settings, self.controller.db_path).set_charts(self.dashboard.chart_keys())
+        DatabaseSettings(self.settings, self.controller.location).set_charts(self.dashboard.chart_keys())
 
     def open_run(self, run_id: str) -> None:
         self.controller.open_run(run_id)
@@ -367,9 +379,10 @@ class MainWindow(QtWidgets.QMainWindow):
         last export went to (the database's at first), with the format used last."""
         fmt = str(self.settings.value("export/format", "html"))
         fmt = fmt if fmt in self.EXPORT_FILTERS.values() else "html"
-        folder = Path(str(self.settings.value("export/folder", "") or self.controller.db_path.parent))
+        here = start_folder(self.controller.location)     # a remote database's folder is not on this disk
+        folder = Path(str(self.settings.value("export/folder", "") or here))
         if not folder.is_dir():
-            folder = self.controller.db_path.parent
+            folder = here
         stem = ids[0] if len(ids) == 1 else f"comparison-{ids[0]}-and-{len(ids) - 1}-more"
         return folder / f"{stem}.{fmt}"
 
@@ -389,7 +402,7 @@ class MainWindow(QtWidgets.QMainWindow):
             # under the HTML filter wrote HTML into x.pdf)
             typed = Path(path).suffix.lstrip(".").lower()
             fmt = typed if typed in self.EXPORT_FILTERS.values() else self.EXPORT_FILTERS.get(chosen) or "html"
-            if file_dialogs.refused_output(self, self.controller.db_path, output_paths(fmt, path)):
+            if file_dialogs.refused_output(self, local_path(self.controller.location), output_paths(fmt, path)):
                 return      # the database's own file: said in a message box, nothing started
             self.settings.setValue("export/folder", str(Path(path).parent))
             self.settings.setValue("export/format", fmt)
@@ -428,29 +441,70 @@ class MainWindow(QtWidgets.QMainWindow):
         self.history.focus_search()
 
     def ask_open_database(self) -> None:
-        path, _ = file_dialogs.open_file_name(self, "Open database", str(self.controller.db_path.parent),
+        path, _ = file_dialogs.open_file_name(self, "Open database", str(start_folder(self.controller.location)),
                                               "SQLite databases (*.db *.sqlite);;All files (*)")
         if path:
             self.leave_database_for(Path(path))
 
+    def ask_open_remote_database(self) -> RemoteDatabaseDialog:
+        """File ▸ Open remote database…: the address asked for (the open remote one's, else the
+        last one opened, proposed); not modal to the loop: the console goes on meanwhile."""
+        here = self.controller.location
+        proposed = here if isinstance(here, SshAddress) else next(
+            (r for r in locations.recent(self.settings) if isinstance(r, SshAddress)), None)
+        dialog = RemoteDatabaseDialog(self, proposed)
+        dialog.setAttribute(QtCore.Qt.WidgetAttribute.WA_DeleteOnClose)
+
+        def chosen() -> None:
+            address = dialog.address()
+            if address is not None:
+                self.leave_database_for(address)
+        dialog.accepted.connect(chosen)
+        dialog.open()
+        return dialog
+
+    def _fill_recent_menu(self) -> None:
+        """File ▸ Recent databases: the last ones opened, local and remote, most recent first."""
+        menu = self.recent_menu
+        menu.clear()
+        recent = locations.recent(self.settings)
+        for location in recent:
+            action = menu.addAction(action_text(label(location)))
+            action.setToolTip(str(location))
+            action.setData(str(location))
+            action.triggered.connect(functools.partial(self.open_recent, location))
+        menu.setEnabled(bool(recent))
+
+    def open_recent(self, location: Location) -> None:
+        """A recent database, opened again; a local file that is gone is refused (and forgotten):
+        opening would create an empty database in its place."""
+        if isinstance(location, Path) and not location.exists():
+            locations.forget(self.settings, location)
+            self._fill_recent_menu()
+            self.show_database_refused(location, f"{location} no longer exists (moved or deleted)")
+            return
+        self.leave_database_for(location)
+
     def ask_new_database(self) -> None:
-        path, _ = file_dialogs.save_file_name(self, "New database", str(self.controller.db_path.parent / "new.db"),
+        path, _ = file_dialogs.save_file_name(self, "New database",
+                                              str(start_folder(self.controller.location) / "new.db"),
                                               "SQLite databases (*.db)")
         if path:
             self.leave_database_for(Path(path))
 
-    def leave_database_for(self, path: Path) -> None:
+    def leave_database_for(self, location: Location) -> None:
         """Another database: its live and paused runs are left running, or stopped, as the person
         says (as on quit); Cancel stays."""
         live = self.controller.live_runs()
         choice = self.ask_leave_choice(live, "Open another database") if live else "detach"
         if choice != "cancel":
-            self.controller.switch_database(path, [r["id"] for r in live] if choice == "stop" else [])
+            self.controller.switch_database(location, [r["id"] for r in live] if choice == "stop" else [])
 
-    def show_database_refused(self, path: Path, problem: str) -> None:
+    def show_database_refused(self, location: Location, problem: str) -> None:
         """Said in a dialog (not only on stderr); the database that was open stays open."""
         box = message_box(QtWidgets.QMessageBox.Icon.Warning, "Cannot open the database",
-                          f"{path} cannot be opened: the console stays on {self.controller.db_path}.", self)
+                          f"{location} cannot be opened: the console stays on {label(self.controller.location)}.",
+                          self)
         box.setInformativeText(printable(problem))
         box.show()
         self._refusal_box = box
@@ -521,7 +575,7 @@ class MainWindow(QtWidgets.QMainWindow):
         (detached: an engine needs no console), stop them (each checkpoints), or cancel."""
         one = len(live) == 1
         text = (f"{'This run is' if one else f'These {len(live)} runs are'} still live or paused in "
-                f"{self.controller.db_path.name}:\n"
+                f"{self.controller.location.name}:\n"
                 + self.runs_text([r["id"] for r in live], {r["id"]: str(r.get("status")) for r in live}))
         box = message_box(QtWidgets.QMessageBox.Icon.Question, f"{leaving}: {'a run is' if one else 'runs are'} live",
                           text, self)
@@ -543,7 +597,7 @@ class MainWindow(QtWidgets.QMainWindow):
         if self.live_runs_box is not None:       # an earlier database's
             self.live_runs_box.close()
             self.live_runs_box.deleteLater()
-        box = self.live_runs_box = LiveRunsBox(live, self.controller.db_path, self)
+        box = self.live_runs_box = LiveRunsBox(live, self.controller.location, self)
         box.attach_requested.connect(self.open_run)
         box.stop_requested.connect(lambda run_id: self.controller.stop_runs([run_id]))
         box.show()
@@ -555,7 +609,7 @@ class LiveRunsBox(QtWidgets.QDialog):
     attach_requested = QtCore.Signal(str)
     stop_requested = QtCore.Signal(str)
 
-    def __init__(self, live: list[dict], db_path: Path, parent: QtWidgets.QWidget | None = None):
+    def __init__(self, live: list[dict], db_path: Location, parent: QtWidgets.QWidget | None = None):
         super().__init__(parent)
         self.setWindowTitle("Runs still live")
         layout = QtWidgets.QVBoxLayout(self)

@@ -14,10 +14,11 @@ from pathlib import Path
 
 from PySide6 import QtCore
 
-from rla_engine.client import EngineClient, EngineError
+from rla_engine.client import EngineError
 from rla_engine.store import StoreError, open_store
 from rla_engine.vocabulary import LIVE, EventRow, RunRow, TaskStatus
 
+from .model.location import Client
 from .model.run_data import RunData
 
 POOL_EVERY_S = 1.0
@@ -42,7 +43,7 @@ class RunSession(QtCore.QObject):
     failed = QtCore.Signal(str, str)          # run id, message with the log's tail
     trouble = QtCore.Signal(str)              # watching the run failed (the database went away…): one line
 
-    def __init__(self, client: EngineClient, parent=None):
+    def __init__(self, client: Client, parent=None):
         super().__init__(parent)
         self.client = client
         self.data = RunData()
@@ -53,7 +54,7 @@ class RunSession(QtCore.QObject):
         self._waiters: dict[str, asyncio.Task] = {}
 
     # -- opening -----------------------------------------------------------------------------
-    def use_client(self, client: EngineClient) -> asyncio.Task:
+    def use_client(self, client: Client) -> asyncio.Task:
         """Switch to another database: no run open; the old client closes in the returned task."""
         old, self.client = self.client, client
         self.open(None)
@@ -149,7 +150,7 @@ class RunSession(QtCore.QObject):
         await self._close(self.client, list(self._waiters.values()))
 
     @staticmethod
-    async def _close(client: EngineClient, waiters: list[asyncio.Task]) -> None:
+    async def _close(client: Client, waiters: list[asyncio.Task]) -> None:
         for task in waiters:
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):

@@ -23,11 +23,14 @@ ROOT = Path(__file__).resolve().parents[1]
 # ~400 console tests of the other half, the ablation journey died of a segmentation fault in about
 # half of the runs (a core dump: QTimerInfoList::activateTimers on a freed receiver; the cause is
 # not yet found), and never when it ran in a fresh process.
-# The console over SSH (tests/remote: a real sshd on 127.0.0.1) runs with the console's tests.
+# The console over SSH (tests/remote: a real sshd on 127.0.0.1) runs with the console's tests, but for
+# its console journey and its fault cases (about 50 s), which run with the journeys, in a fresh
+# process (2026-12: halves of 7:35 and 9:24 with all of tests/remote in the second).
 TO_SECOND = ["tests/engine/test_ray.py", "tests/engine/test_ray_unreachable.py", "tests/engine/test_llm_loop.py",
              "tests/faults", "tests/engine/test_sandbox_hostile.py", "tests/engine/test_sandbox_basics.py",
              "tests/engine/test_sandbox_cli.py"]
-TO_FIRST = ["tests/journeys", "tests/report/test_report_layout.py"]
+TO_FIRST = ["tests/journeys", "tests/report/test_report_layout.py", "tests/remote/test_remote_console.py",
+            "tests/remote/test_remote_faults.py"]
 HALVES = (["tests/engine", *TO_FIRST, *(f"--ignore={m}" for m in TO_SECOND)],
           ["tests/store", "tests/report", "tests/gui", "tests/remote", *TO_SECOND,
            *(f"--ignore={m}" for m in TO_FIRST if m.endswith(".py"))])

@@ -76,6 +76,8 @@ class SshServer:
         self._proc: subprocess.Popen | None = None
         self._log_file = self.dir / "sshd.log"
         self._final_log: str | None = None
+        self.address = "127.0.0.1"       # where sshd listens (NamespacedSshServer: inside its namespace)
+        self.wrap: list[str] = []         # what sshd is started under (`ip netns exec NS`)
 
     @classmethod
     def start(cls) -> SshServer:
@@ -117,7 +119,7 @@ class SshServer:
     def _sshd_config(self) -> str:
         lines = [
             f"Port {self.port}",
-            "ListenAddress 127.0.0.1",
+            f"ListenAddress {self.address}",
             f"HostKey {self.host_key}",
             f"AuthorizedKeysFile {self.dir / 'authorized_keys'}",
             "PubkeyAuthentication yes",
@@ -139,7 +141,7 @@ class SshServer:
     def _client_config(self) -> str:
         relay = f"{_ssh_arg(sys.executable)} {_ssh_arg(str(RELAY))} %h %p"
         common = [
-            "    HostName 127.0.0.1",
+            f"    HostName {self.address}",
             f"    Port {self.port}",
             f"    User {self.user}",
             f"    IdentityFile {_ssh_arg(str(self.user_key))}",
@@ -164,13 +166,13 @@ class SshServer:
         (self.dir / "sshd_config").write_text(self._sshd_config())
         self.config.write_text(self._client_config())
         host_key = self.host_key.with_suffix(".pub").read_text().split()
-        self.known_hosts.write_text(f"[127.0.0.1]:{self.port} {host_key[0]} {host_key[1]}\n")
+        self.known_hosts.write_text(f"[{self.address}]:{self.port} {host_key[0]} {host_key[1]}\n")
 
     def _launch(self) -> bool:
         """True once a real login works; False if the port was taken; SshdUnavailable otherwise."""
         with open(self._log_file, "wb") as log:       # a fresh log per attempt
             # its own session: stop() can signal it without touching pytest's process group
-            self._proc = subprocess.Popen([str(SSHD), "-D", "-e", "-f", str(self.dir / "sshd_config")],
+            self._proc = subprocess.Popen([*self.wrap, str(SSHD), "-D", "-e", "-f", str(self.dir / "sshd_config")],
                                           stdin=subprocess.DEVNULL, stdout=log, stderr=log,
                                           start_new_session=True)
         deadline = time.monotonic() + READY_TIMEOUT_S
@@ -230,3 +232,42 @@ class SshServer:
         if self._final_log is None and self.dir.exists():
             self._final_log = self.log()
         shutil.rmtree(self.dir, ignore_errors=True)
+
+
+class NamespacedSshServer(SshServer):
+    """sshd in a network namespace of its own, reached over a veth pair: `pull()` takes the link
+    down under an open connection (packets vanish, neither end is told, as when a cable or a
+    VPN goes), `plug()` brings it back. Needs root (CAP_NET_ADMIN) and `ip`."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        tag = f"{os.getpid() % 100000}"
+        self.namespace, self.outer, self.inner = f"rla-ns-{tag}", f"rla{tag}h", f"rla{tag}n"
+        net = 16 + os.getpid() % 200
+        self.address, self.gateway = f"10.231.{net}.2", f"10.231.{net}.1"
+        self.wrap = ["ip", "netns", "exec", self.namespace]
+
+    def _start(self) -> None:
+        if os.geteuid() != 0 or shutil.which("ip") is None:
+            raise SshdUnavailable("a network namespace needs root and iproute2's `ip`")
+        for cmd in (["ip", "netns", "add", self.namespace],
+                    ["ip", "link", "add", self.outer, "type", "veth", "peer", "name", self.inner],
+                    ["ip", "link", "set", self.inner, "netns", self.namespace],
+                    ["ip", "addr", "add", f"{self.gateway}/30", "dev", self.outer],
+                    ["ip", "link", "set", self.outer, "up"],
+                    [*self.wrap, "ip", "addr", "add", f"{self.address}/30", "dev", self.inner],
+                    [*self.wrap, "ip", "link", "set", self.inner, "up"],
+                    [*self.wrap, "ip", "link", "set", "lo", "up"]):
+            self._run(cmd)
+        super()._start()
+
+    def pull(self) -> None:
+        self._run([*self.wrap, "ip", "link", "set", self.inner, "down"])
+
+    def plug(self) -> None:
+        self._run([*self.wrap, "ip", "link", "set", self.inner, "up"])
+
+    def stop(self) -> None:
+        super().stop()
+        for cmd in (["ip", "link", "del", self.outer], ["ip", "netns", "del", self.namespace]):
+            subprocess.run(cmd, capture_output=True, timeout=30)

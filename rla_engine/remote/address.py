@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import re
 import shlex
+import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import parse_qs, quote, urlsplit
@@ -19,9 +20,11 @@ SCHEME = "ssh://"
 HOST_RE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]{0,252}\Z|\[[0-9A-Fa-f:.]+\]\Z")
 USER_RE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]{0,63}\Z")
 SSH_ENV = "RLA_SSH"          # the ssh command and options before the host ("ssh -F ~/.ssh/other")
-# ssh's own keep-alive: a link that stops answering is given up within ~30 s even mid-message
+# no prompt (stdin is the protocol's), ssh's own keep-alive (a link that stops answering is given
+# up within ~30 s even mid-message), and a connect that gives up rather than hangs while the
+# console reconnects
 SSH_OPTIONS = ("-T", "-e", "none", "-o", "BatchMode=yes", "-o", "ServerAliveInterval=10",
-               "-o", "ServerAliveCountMax=3")
+               "-o", "ServerAliveCountMax=3", "-o", "ConnectTimeout=20")
 
 
 class AddressError(ValueError):
@@ -35,6 +38,9 @@ class SshAddress:
     user: str | None = None
     port: int | None = None
     rla: str = "rla"
+    # make the database where none is yet (`rla serve --create`); not part of the address: a
+    # mistyped path is refused rather than answered by a new, empty database
+    create: bool = dataclasses.field(default=False, compare=False)
 
     def __str__(self) -> str:
         who = f"{self.user}@" if self.user else ""
@@ -58,7 +64,7 @@ class SshAddress:
         remote shell as one string, so each part is quoted: nothing typed reaches a shell as code."""
         prefix = shlex.split(os.environ.get(SSH_ENV, "")) or ["ssh"]
         where = [*(["-p", str(self.port)] if self.port else []), *(["-l", self.user] if self.user else [])]
-        remote = shlex.join([self.rla, "serve", "--stdio", "--db", self.path])
+        remote = shlex.join([self.rla, "serve", "--stdio", "--db", self.path, *(["--create"] if self.create else [])])
         return [*prefix, *SSH_OPTIONS, *where, "--", self.host, remote]
 
 

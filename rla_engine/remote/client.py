@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import collections
+import copy
 import contextlib
 import zlib
 from collections.abc import AsyncIterator, Callable
@@ -30,6 +31,7 @@ from .protocol import MAX_ANSWER_BYTES, ProtocolError, check_hello, decode, enco
 CONNECT_TIMEOUT_S = 30.0
 BACKOFF_S = (0.5, 1.0, 2.0, 4.0, 8.0, 15.0)
 STDERR_KEPT = 4096
+HELD_ANSWERS = 64
 
 
 class RemoteError(EngineError):
@@ -54,7 +56,8 @@ class _Link:
         self.lost: str | None = None
         self.stderr: collections.deque[bytes] = collections.deque(maxlen=64)
         self._next = 0
-        self._buffer = b""
+        self._buffer = bytearray()
+        self._scanned = 0              # how far the buffer is known to hold no newline
         self.bytes_in = 0
 
     def stderr_tail(self) -> str:
@@ -70,20 +73,24 @@ class _Link:
         """The next message; None at the end of the stream. A link silent for `dead_after_s`
         (the server beats every BEAT_S) is dead: a cut network is found without ssh's help."""
         assert self.proc.stdout is not None
-        while b"\n" not in self._buffer:
-            chunk = await asyncio.wait_for(self.proc.stdout.read(1 << 16), self.dead_after_s)
+        # a whole history is one line of tens of megabytes: each byte is scanned and copied once
+        while (end := self._buffer.find(b"\n", self._scanned)) < 0:
+            self._scanned = len(self._buffer)
+            chunk = await asyncio.wait_for(self.proc.stdout.read(1 << 20), self.dead_after_s)
             if not chunk:
                 return None
             self.bytes_in += len(chunk)
             self._buffer += chunk
             if len(self._buffer) > MAX_ANSWER_BYTES:
                 raise ProtocolError(f"an answer over {MAX_ANSWER_BYTES} bytes")
-        line, _, self._buffer = self._buffer.partition(b"\n")
+        line = bytes(self._buffer[:end])
+        del self._buffer[:end + 1]
+        self._scanned = 0
         return decode(line)
 
-    async def send(self, call: str, args: dict) -> int:
+    async def send(self, call: str, args: dict, unless: str | None = None) -> int:
         self._next += 1
-        await self.write({"id": self._next, "call": call, "args": args})
+        await self.write({"id": self._next, "call": call, "args": args, **({"unless": unless} if unless else {})})
         return self._next
 
     async def write(self, message: dict) -> None:
@@ -122,6 +129,8 @@ class _Link:
         if self.proc.returncode is None:
             with contextlib.suppress(ProcessLookupError):
                 self.proc.kill()
+        if self.proc.stdin is not None and not self.proc.stdin.is_closing():
+            self.proc.stdin.close()      # else its transport outlives the process (and the loop)
 
 
 class RemoteClient:
@@ -139,6 +148,10 @@ class RemoteClient:
         self._keeper: asyncio.Task | None = None
         self._tasks: set[asyncio.Task] = set()
         self._closed = False
+        self._connecting = asyncio.Lock()
+        self._received = 0
+        # (call, args) -> (tag, result) of reads asked before: an unchanged answer is not sent again
+        self._held: dict[tuple[str, str] | None, tuple[str, Any]] = {}
 
     # -- the connection ------------------------------------------------------------------------
     def _say(self, state: str, text: str) -> None:
@@ -148,23 +161,37 @@ class RemoteClient:
 
     async def connect(self) -> None:
         """Open the connection (RemoteError says why it cannot be); after that it is kept open."""
-        if self._link is not None and self._link.lost is None:
-            return
-        self._say("connecting", f"connecting to {self.location.label}…")
-        try:
-            link = await self._open()
-        except RemoteError as e:
-            self._say("failed", str(e))
-            raise
-        self._attach(link)
-        if self._keeper is None:
-            self._keeper = asyncio.ensure_future(self._keep())
+        async with self._connecting:          # two first calls at once open one link
+            if self._link is not None and self._link.lost is None:
+                return
+            self._say("connecting", "connecting over ssh…")
+            try:
+                link = await self._open()
+            except RemoteError as e:
+                self._say("failed", str(e))
+                raise
+            self._attach(link)
+            if self._keeper is None:
+                self._keeper = asyncio.ensure_future(self._keep())
+
+    @property
+    def ssh_pid(self) -> int | None:
+        """The pid of the ssh process of the open link (None while none is open)."""
+        link = self._link
+        return link.proc.pid if link is not None and link.lost is None else None
+
+    @property
+    def bytes_received(self) -> int:
+        """Bytes read from the remote end since this client was made (a benchmark's measure)."""
+        return self._received + (self._link.bytes_in if self._link is not None else 0)
 
     def _attach(self, link: _Link) -> None:
+        if self._link is not None:
+            self._received += self._link.bytes_in
         self._link = link
         self._own(self._read(link))
         self._up.set()
-        self._say("connected", f"{self.location.label}: connected (rla {self.server_version})")
+        self._say("connected", f"connected over ssh (rla {self.server_version})")
 
     async def _open(self) -> _Link:
         try:
@@ -178,17 +205,29 @@ class RemoteClient:
         try:
             first = await asyncio.wait_for(link.next_message(), CONNECT_TIMEOUT_S)
             if first is None:
-                raise RemoteError(await self._why_ended(link))
+                why = await self._why_ended(link)
+                link.close(why)
+                raise RemoteError(why)
             check_hello(first)
         except TimeoutError:
-            link.close("no answer")
+            await self._discard(link, "no answer")
             raise RemoteError(f"{self.location.host}: no answer from `{self.location.rla} serve` within "
                               f"{CONNECT_TIMEOUT_S:.0f} s {link.stderr_tail()}".strip()) from None
         except ProtocolError as e:
-            link.close(str(e))
+            await self._discard(link, str(e))
             raise RemoteError(f"{self.location.host}: {e}") from None
+        except BaseException:              # cancelled (the console closed meanwhile): no ssh left behind
+            link.close("cancelled")
+            raise
         self.server_version = str(first.get("version", "?"))
         return link
+
+    @staticmethod
+    async def _discard(link: _Link, why: str) -> None:
+        """Close the link and reap its ssh (killed, it exits at once): nothing of it outlives the call."""
+        link.close(why)
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(link.proc.wait(), 5.0)
 
     async def _why_ended(self, link: _Link) -> str:
         code = await link.proc.wait()
@@ -238,15 +277,17 @@ class RemoteClient:
                     return
                 why = self._link.lost if self._link is not None else "closed"
                 delay = BACKOFF_S[min(attempt - 1, len(BACKOFF_S) - 1)]
-                self._say("lost", f"{self.location.label}: connection lost ({why}); reconnecting in "
-                                  f"{delay:g} s (attempt {attempt})")
+                self._say("lost", f"connection lost ({why}); reconnecting in {delay:g} s (attempt {attempt})")
                 await asyncio.sleep(delay)
                 try:
-                    self._attach(await self._open())
+                    link = await self._open()
+                    if self._closed:
+                        link.close("closed")
+                        return
+                    self._attach(link)
                     break
                 except RemoteError as e:
-                    self._link = None
-                    self._say("lost", f"{self.location.label}: reconnecting failed ({e})")
+                    self._say("lost", f"reconnecting failed ({e})")
 
     async def _ready(self, wait: bool) -> _Link:
         if self._link is None and self._keeper is None:
@@ -274,20 +315,22 @@ class RemoteClient:
             try:
                 await asyncio.wait_for(link.proc.wait(), 2.0)
             except TimeoutError:
-                link.close("closed")
+                pass
         if link is not None:
-            link.close("closed")
+            await self._discard(link, "closed")
         for task in list(self._tasks):
             task.cancel()
 
     # -- calls ---------------------------------------------------------------------------------
     async def _call(self, name: str, /, **args: Any) -> Any:
         retry = CALLS[name].retry
+        key = (name, repr(sorted(args.items()))) if retry else None
         while True:
             link = await self._ready(wait=retry)
             future: asyncio.Future = asyncio.get_running_loop().create_future()
+            held = self._held.get(key) if key else None
             try:
-                rid = await link.send(name, args)
+                rid = await link.send(name, args, unless=held[0] if held else None)
                 link.pending[rid] = future
                 answer = await future
             except LinkLost as e:
@@ -297,6 +340,12 @@ class RemoteClient:
                                   f"({e}): it may or may not have been carried out") from None
             if "error" in answer:
                 raise self._error(answer["error"])
+            if answer.get("same") and held is not None:
+                return copy.deepcopy(held[1])
+            if key is not None and isinstance(answer.get("tag"), str):
+                if len(self._held) >= HELD_ANSWERS:
+                    self._held.pop(next(iter(self._held)))
+                self._held[key] = (answer["tag"], copy.deepcopy(answer.get("ok")))
             return answer.get("ok")
 
     def _error(self, error: Any) -> Exception:
@@ -321,6 +370,7 @@ class RemoteClient:
             except LinkLost:
                 continue
             link.streams[rid] = queue
+            shown: dict = {}                  # the run row as last shown: updates carry what changed
             try:
                 while True:
                     message = await queue.get()
@@ -330,7 +380,8 @@ class RemoteClient:
                         if "error" in message:
                             raise self._error(message["error"])
                         return
-                    update = self._update(message["update"])
+                    update = self._update(message["update"], shown)
+                    shown = dict(update.run)
                     at = {"after_iteration": update.after_iteration, "after_event": update.after_event,
                           "status": update.run["status"]}
                     yield update
@@ -339,8 +390,9 @@ class RemoteClient:
                     link.cancel_stream(rid)
 
     @staticmethod
-    def _update(u: dict) -> Update:
-        return Update(u["run"], unpack_columns(u["metrics"]), u["events"], bool(u["rewound"]),
+    def _update(u: dict, shown: dict) -> Update:
+        run = {k: v for k, v in {**shown, **u["run"]}.items() if k not in u.get("run_gone", ())}
+        return Update(run, unpack_columns(u["metrics"]), u["events"], bool(u["rewound"]),  # type: ignore[arg-type]
                       int(u["after_iteration"]), int(u["after_event"]))
 
     # -- the EngineClient calls the console makes ------------------------------------------------

@@ -1,18 +1,22 @@
 """The wire between a console and `rla serve --stdio`: one JSON object per line, both ways.
 
     server, first:  {"rla": "serve", "protocol": 1, "version": "…", "db": "…"}    (or "error": why)
-    request:        {"id": 7, "call": "list_runs", "args": {"include_archived": false}}
-    answer:         {"id": 7, "ok": <result>}   or   {"id": 7, "error": {"kind": …, "message": …}}
+    request:        {"id": 7, "call": "list_runs", "args": {"include_archived": false}, "unless": "<tag>"}
+    answer:         {"id": 7, "ok": <result>, "tag": "<tag>"}   or   {"id": 7, "error": {"kind": …, "message": …}}
+                    or, when the result's tag is the request's `unless`: {"id": 7, "same": true}
     a stream:       {"id": 7, "update": {…}} … then its answer ("watch"; ended early by "cancel")
     a beat:         {"beat": 1}    when the server has had nothing to say for BEAT_S
 
-A message whose JSON is longer than COMPRESS_OVER is sent as {"z": "<base64 of zlib(JSON)>"}:
-metric columns shrink ~5×, short answers stay readable. The version is bumped whenever a call or
-a message changes meaning; both ends refuse another version with one line naming both.
+A message whose JSON is longer than COMPRESS_OVER, and that deflates well (a sample of it tells),
+is sent as {"z": "<base64 of zlib(JSON)>"}; short answers stay readable. Metric columns travel as
+their raw bytes, deflated (pack_columns), or as plain numbers when they are few. The version is bumped whenever a call or
+a message changes meaning; the server says its version first, and the console refuses another
+with one line naming both.
 """
 from __future__ import annotations
 
 import base64
+import hashlib
 import json
 import math
 import zlib
@@ -52,11 +56,26 @@ def encode(message: dict) -> bytes:
     """One line (with its newline), compressed when that pays."""
     text = json.dumps(_plain(message), separators=(",", ":"), allow_nan=False, ensure_ascii=False)
     data = text.encode()
-    if len(data) > COMPRESS_OVER:
+    if len(data) > COMPRESS_OVER and _compressible(data):
         packed = base64.b64encode(zlib.compress(data, 6))
         if len(packed) < len(data):
             data = b'{"z":"' + packed + b'"}'
     return data + b"\n"
+
+
+def tag_of(result: Any) -> str:
+    """A short fingerprint of a result: a console sends its last one back (`unless`), and an
+    unchanged result is answered by {"same": true} instead of again in full."""
+    text = json.dumps(_plain(result), separators=(",", ":"), allow_nan=False, sort_keys=True)
+    return hashlib.blake2b(text.encode(), digest_size=12).hexdigest()
+
+
+def _compressible(data: bytes) -> bool:
+    """Whether deflating pays, judged on a sample: a history's columns are deflated already."""
+    if len(data) <= 1 << 18:
+        return True
+    sample = data[: 1 << 16]
+    return len(zlib.compress(sample, 1)) < 0.75 * len(sample)
 
 
 def decode(line: bytes, limit: int = MAX_ANSWER_BYTES) -> dict:
@@ -70,10 +89,15 @@ def decode(line: bytes, limit: int = MAX_ANSWER_BYTES) -> dict:
     if isinstance(message, dict) and message.keys() == {"z"}:
         if not isinstance(message["z"], str):
             raise ProtocolError("a compressed message that is not a string")
+        inflate = zlib.decompressobj()
         try:
-            inflated = zlib.decompressobj().decompress(base64.b64decode(message["z"], validate=True), limit)
+            inflated = inflate.decompress(base64.b64decode(message["z"], validate=True), limit)
         except (ValueError, zlib.error) as e:
             raise ProtocolError(f"a compressed message that does not inflate: {_short(e)}") from None
+        if inflate.unconsumed_tail:
+            raise ProtocolError(f"a compressed message that inflates to over {limit} bytes")
+        if not inflate.eof:      # cut short: its checksum was never read
+            raise ProtocolError("a compressed message that does not inflate: cut short")
         return decode(inflated, limit)
     if not isinstance(message, dict):
         raise ProtocolError(f"a JSON {type(message).__name__}, not an object")
@@ -98,8 +122,13 @@ def pack_columns(columns: dict[str, tuple[np.ndarray, ...]]) -> dict[str, list[d
     return {key: [_pack(np.asarray(c)) for c in cols] for key, cols in columns.items()}
 
 
+PLAIN_UNDER = 256      # values: a live update's few are JSON numbers, which the message's deflate shrinks together
+
+
 def _pack(a: np.ndarray) -> dict:
     a = a.astype("<i8" if a.dtype.kind in "iu" else "<f8", copy=False)
+    if len(a) < PLAIN_UNDER:
+        return {"a": a.dtype.str, "v": a.tolist()}
     return {"a": a.dtype.str, "zb": base64.b64encode(zlib.compress(a.tobytes(), 1)).decode()}
 
 
@@ -118,11 +147,19 @@ def unpack_columns(packed: Any) -> dict[str, tuple[np.ndarray, ...]]:
 
 
 def _unpack(col: Any) -> np.ndarray:
-    if not isinstance(col, dict) or col.get("a") not in ARRAY_DTYPES or not isinstance(col.get("zb"), str):
+    if not isinstance(col, dict) or col.get("a") not in ARRAY_DTYPES:
+        raise ProtocolError("a column that is not a packed array")
+    dtype = np.int64 if col["a"] == "<i8" else np.float64
+    if isinstance(col.get("v"), list):
+        try:
+            return np.array(col["v"], dtype=dtype)
+        except (TypeError, ValueError, OverflowError) as e:
+            raise ProtocolError(f"a column that does not unpack: {_short(e)}") from None
+    if not isinstance(col.get("zb"), str):
         raise ProtocolError("a column that is not a packed array")
     try:
         raw = zlib.decompress(base64.b64decode(col["zb"], validate=True))
-        return np.frombuffer(raw, dtype=col["a"]).astype(np.int64 if col["a"] == "<i8" else np.float64)
+        return np.frombuffer(raw, dtype=col["a"]).astype(dtype)
     except (ValueError, zlib.error) as e:
         raise ProtocolError(f"a column that does not unpack: {_short(e)}") from None
 

@@ -11,18 +11,27 @@ import contextlib
 import os
 import sys
 import time
+from importlib import metadata
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-from .. import __version__
 from ..client import EngineClient, EngineError
 from ..store import StoreError, open_store
 from .calls import CALLS, STREAMS, BadArgs, checked_args
-from .protocol import BEAT_S, MAX_REQUEST_BYTES, ProtocolError, decode, encode, hello, pack_columns
+from .protocol import BEAT_S, MAX_REQUEST_BYTES, ProtocolError, decode, encode, hello, pack_columns, tag_of
 
 FINISH_S = 10.0
+STUCK_S = 60.0           # a write to the console that has not gone out in this long: nobody reads
 Write = Callable[[bytes], Awaitable[None]]
+
+
+def installed_version() -> str:
+    """This project's version as installed (what a console names when the protocols differ)."""
+    try:
+        return metadata.version("rlanything")
+    except metadata.PackageNotFoundError:
+        return "unknown"
 
 
 def error(kind: str, message: str, **more: Any) -> dict:
@@ -41,8 +50,8 @@ def error_of(e: BaseException) -> dict:
 
 
 class Server:
-    def __init__(self, db_path: Path, write: Write):
-        self.db_path = db_path
+    def __init__(self, db_path: Path, write: Write, create: bool = True):
+        self.db_path, self.create = db_path, create
         self.client = EngineClient(db_path)
         self._write = write
         self._lock = asyncio.Lock()
@@ -59,7 +68,7 @@ class Server:
     async def serve(self, reader: asyncio.StreamReader) -> None:
         """Answer requests until stdin ends (the console or its ssh went away) or a line is too long."""
         problem = await self._open()
-        await self.send(hello(str(self.db_path), __version__, problem))
+        await self.send(hello(str(self.db_path), installed_version(), problem))
         if problem is not None:
             return
         beat = asyncio.ensure_future(self._beat())
@@ -93,6 +102,9 @@ class Server:
                 task.cancel()
 
     async def _open(self) -> str | None:
+        if not self.create and not self.db_path.exists():
+            return (f"there is no database at {self.db_path} (a mistyped path?); to make a new one there, "
+                    "tick “Create it if it is missing” in File ▸ Open remote database…")
         try:
             await asyncio.get_running_loop().run_in_executor(None, lambda: open_store(self.db_path).close())
         except StoreError as e:
@@ -123,18 +135,22 @@ class Server:
                 self._cancel(request.get("args"))
                 await self.send({"id": rid, "ok": None})
                 return
-            if name in STREAMS or name == "wait":
-                self.streams.add(rid)
+            if not isinstance(name, str):
+                raise ProtocolError(f"unknown call {str(name)[:80]!r}")
             if name in STREAMS:
                 work = self._watch(rid, **checked_args(STREAMS[name], request.get("args", {})))
-            elif isinstance(name, str) and name in CALLS:
+            elif name in CALLS:
                 call = CALLS[name]
-                work = self._answer(rid, call.run(self.client, **checked_args(call.args, request.get("args", {}))))
+                unless = request.get("unless") if call.retry else None
+                work = self._answer(rid, call.run(self.client, **checked_args(call.args, request.get("args", {}))),
+                                    unless if isinstance(unless, str) else None)
             else:
                 raise ProtocolError(f"unknown call {str(name)[:80]!r}")
-        except (ProtocolError, BadArgs) as e:
+        except Exception as e:        # a request no check foresaw is refused too: the server goes on
             await self.send({"id": rid, "error": error_of(e)})
             return
+        if name in STREAMS or name == "wait":      # only once its arguments passed: else it leaks
+            self.streams.add(rid)
         task = self.tasks[rid] = asyncio.ensure_future(work)
         task.add_done_callback(lambda _: self._forget(rid))
 
@@ -144,11 +160,13 @@ class Server:
 
     def _cancel(self, args: Any) -> None:
         stream = args.get("stream") if isinstance(args, dict) else None
-        task = self.tasks.get(stream)
+        task = self.tasks.get(stream) if isinstance(stream, int) else None
         if task is not None:
             task.cancel()
 
-    async def _answer(self, rid: int, work: Awaitable[Any]) -> None:
+    async def _answer(self, rid: int, work: Awaitable[Any], unless: str | None = None) -> None:
+        """The result; or, asked `unless` it is the one the console already holds (its tag), only
+        that it is (History's rows every 2 s: nothing crosses while nothing changed)."""
         try:
             result = await work
         except asyncio.CancelledError:
@@ -156,19 +174,28 @@ class Server:
         except Exception as e:           # any failure is an answer; the server goes on
             await self.send({"id": rid, "error": error_of(e)})
             return
-        await self.send({"id": rid, "ok": result})
+        if unless is None:
+            await self.send({"id": rid, "ok": result})
+            return
+        tag = tag_of(result)
+        await self.send({"id": rid, "same": True} if tag == unless else {"id": rid, "ok": result, "tag": tag})
 
     async def _watch(self, rid: int, run_id: str, after_iteration: int, after_event: int, status: str | None) -> None:
         async def stream() -> None:
+            shown: dict = {}
             async for u in self.client.watch(run_id, after_iteration=after_iteration, after_event=after_event,
                                              status=status):
+                # the run row's fields that changed since the last update: its config (2 kB) once
+                changed = {k: v for k, v in u.run.items() if k not in shown or shown[k] != v}
+                gone = [k for k in shown if k not in u.run]
+                shown = dict(u.run)
                 await self.send({"id": rid, "update": {
-                    "run": u.run, "metrics": pack_columns(u.metrics), "events": u.events, "rewound": u.rewound,
-                    "after_iteration": u.after_iteration, "after_event": u.after_event}})
+                    "run": changed, "run_gone": gone, "metrics": pack_columns(u.metrics), "events": u.events,
+                    "rewound": u.rewound, "after_iteration": u.after_iteration, "after_event": u.after_event}})
         await self._answer(rid, stream())
 
 
-async def serve_stdio(db_path: Path) -> int:
+async def serve_stdio(db_path: Path, create: bool) -> int:
     loop = asyncio.get_running_loop()
     reader = asyncio.StreamReader(limit=MAX_REQUEST_BYTES)
     await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
@@ -181,13 +208,19 @@ async def serve_stdio(db_path: Path) -> int:
                 view = view[out.write(view) or 0:]
 
         async def write(data: bytes) -> None:
-            await loop.run_in_executor(None, write_all, data)
+            try:
+                await asyncio.wait_for(loop.run_in_executor(None, write_all, data), STUCK_S)
+            except TimeoutError:
+                # nobody has read for a minute: the link is dead but ssh has not noticed (a pulled
+                # cable keeps TCP open for hours); a served database is never left watched by no one
+                print(f"rla serve: no reader for {STUCK_S:.0f} s: exiting", file=sys.stderr, flush=True)
+                os._exit(0)
         try:
-            await Server(db_path, write).serve(reader)
+            await Server(db_path, write, create).serve(reader)
         except (BrokenPipeError, ConnectionResetError):
             pass                                              # the console went away mid-answer
     return 0
 
 
-def main(db: str) -> int:
-    return asyncio.run(serve_stdio(Path(db).expanduser()))
+def main(db: str, create: bool = False) -> int:
+    return asyncio.run(serve_stdio(Path(db).expanduser(), create))

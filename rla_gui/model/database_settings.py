@@ -1,11 +1,12 @@
 """What the console remembers per database, in one place: History's chosen columns and grouping,
 and the dashboard's added charts.
 
-Settings are keyed by the database's resolved path, hashed: two paths to one file share them, and
-a path's characters never reach a settings key. Values are JSON text, read back defensively — the
-settings file is the person's to edit, so anything it holds that is not what was written reads as
-the default. Qt-free: `settings` is anything with QSettings' `value(key, default)` and
-`setValue(key, value)` (the console passes its QSettings; tests may pass a dict-backed stand-in).
+Settings are keyed by the database's resolved path (a remote one's canonical ssh:// address),
+hashed: two paths to one file share them, and a path's characters never reach a settings key.
+Values are JSON text, read back defensively — the settings file is the person's to edit, so
+anything it holds that is not what was written reads as the default. Qt-free: `settings` is
+anything with QSettings' `value(key, default)` and `setValue(key, value)` (the console passes
+its QSettings; tests may pass a dict-backed stand-in).
 """
 from __future__ import annotations
 
@@ -14,6 +15,8 @@ import json
 from pathlib import Path
 from typing import Any, Protocol
 
+from rla_engine.remote import SshAddress
+
 
 class SettingsStore(Protocol):
     def value(self, key: str, default: Any = ..., /) -> Any: ...
@@ -21,13 +24,14 @@ class SettingsStore(Protocol):
     def setValue(self, key: str, value: Any, /) -> None: ...     # QSettings' name
 
 
-def database_key(path: Path) -> str:
-    """The settings group of one database: its resolved path, hashed."""
-    return "history/databases/" + hashlib.sha256(str(Path(path).resolve()).encode()).hexdigest()[:16]
+def database_key(location: Path | SshAddress) -> str:
+    """The settings group of one database: its resolved path (a remote one's address), hashed."""
+    text = str(location) if isinstance(location, SshAddress) else str(Path(location).resolve())
+    return "history/databases/" + hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
 class DatabaseSettings:
-    def __init__(self, settings: SettingsStore, path: Path):
+    def __init__(self, settings: SettingsStore, path: Path | SshAddress):
         self.settings, self.key = settings, database_key(path)
 
     def _json(self, name: str, default: Any) -> Any:

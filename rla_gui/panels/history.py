@@ -4,7 +4,6 @@ remembered per database, and the runs grouped by a column (a tree with each grou
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import cast
 
 from PySide6 import QtCore, QtGui, QtWidgets
@@ -12,6 +11,7 @@ from PySide6 import QtCore, QtGui, QtWidgets
 from ..guard import guarded
 from ..widgets.column_chooser import ColumnChooser, choices
 from ..model.database_settings import DatabaseSettings
+from ..model.location import Location
 from ..model.run_columns import FIELD, FIXED, RUN, RUN_COLUMNS, Column, parse
 from .run_groups import GroupTree, GroupTreeModel
 from .runs_model import COLUMNS, Role, RunsFilter, RunsModel, duration_text
@@ -193,7 +193,7 @@ class HistoryPanel(QtWidgets.QWidget):
                 self.table.selectionModel().select(self.proxy.mapFromSource(self.model.index(r, 0)), flags)
 
     # -- chosen columns and grouping, remembered per database --------------------------------------
-    def use_database(self, settings: QtCore.QSettings, path: Path) -> None:
+    def use_database(self, settings: QtCore.QSettings, path: Location) -> None:
         """The columns and grouping chosen last time for this database (none at first)."""
         self._remembered = None
         self._written.clear()

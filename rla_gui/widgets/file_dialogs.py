@@ -33,6 +33,7 @@ from PySide6 import QtCore, QtGui, QtWidgets
 
 from rla_engine.export.files import OutputError, refuse_protected
 
+from ..model.location import local_path
 from .plain_text import message_box, plain_label
 
 IconType = QtGui.QAbstractFileIconProvider.IconType
@@ -141,20 +142,22 @@ def open_file_name(parent: QtWidgets.QWidget | None = None, caption: str = "", d
 
 
 def database_of(widget: QtWidgets.QWidget) -> Path | None:
-    """The database of the console window that holds `widget` (None outside one). Parents are
-    walked, not `window()`: a floating dock is a window of its own, without the controller."""
+    """The local database file of the console window that holds `widget` (None outside one, or
+    for a remote database: none of its files is on this disk). Parents are walked, not
+    `window()`: a floating dock is a window of its own, without the controller."""
     w: QtCore.QObject | None = widget
     while w is not None:
-        db = getattr(getattr(w, "controller", None), "db_path", None)
-        if db is not None:
-            return db
+        location = getattr(getattr(w, "controller", None), "location", None)
+        if location is not None:
+            return local_path(location)
         w = w.parent()
     return None
 
 
 def refused_output(parent: QtWidgets.QWidget | None, db: Path | None, paths: list[Path]) -> bool:
     """True, after a message box that names the path and why, when one of `paths` is the database
-    `db` or one of its own files or folders; nothing is written then, "replace" or not."""
+    `db` or one of its own files or folders; nothing is written then, "replace" or not. `db` is
+    None outside a console, and for a remote database (its files are on another machine)."""
     if db is None:
         return False
     try:

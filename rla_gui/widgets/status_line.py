@@ -1,12 +1,10 @@
 """The status bar's permanent read-out: the open run's alerts (a badge), run state,
-iteration, it/s, device, a coding run's sandbox, database.
+iteration, it/s, device, a coding run's sandbox, database, and a remote database's link.
 
 The sandbox sits beside the device: like the device it is where the run executes, fixed for the
 run, and a person deciding whether to trust a coding run (or to leave it running on this machine)
 needs it in view whatever dock or tab is in front — not only as a line deep in the event log."""
 from __future__ import annotations
-
-from pathlib import Path
 
 from PySide6 import QtCore, QtWidgets
 
@@ -16,6 +14,7 @@ from rla_engine.text import counted, printable
 from rla_engine.vocabulary import LIVE, EventKind, Status
 
 from ..model import coding
+from ..model.location import Location, label
 from ..model.run_data import RunData
 from ..session import RunSession
 from .plain_text import html_text, plain_label, set_tooltip
@@ -29,6 +28,13 @@ ENDED_WORDS = "active when the run ended"          # rla show's words (cli.py, c
 ALERT_KINDS = (EventKind.ALERT, EventKind.RESUMED_FROM_CHECKPOINT)
 NAME_CHARS = 40             # about this many characters of a run's name; the state after it stays in view
 PATH_CHARS = 50             # the database's path, elided the same way
+LINK_CHARS = 90             # a remote database's link: "host:/path: connection lost (why); reconnecting in 2 s"
+# a remote database's link while it is down: what is shown may be stale, and commands are not sent
+LOST_STYLE = ("QLabel { background: #f0a30a; color: black; font-weight: bold; "
+              "border-radius: 3px; padding: 1px 6px; }")
+FAILED_STYLE = ("QLabel { background: #c0392b; color: white; font-weight: bold; "
+                "border-radius: 3px; padding: 1px 6px; }")
+LINK_STYLES = {"lost": LOST_STYLE, "failed": FAILED_STYLE}
 
 
 class StatusLine:
@@ -41,9 +47,14 @@ class StatusLine:
         self._status: str | None = None
         bar.addPermanentWidget(self.alerts)
         self.state = plain_label("no run open")
-        self.iteration, self.rate, self.device, self.sandbox, self.database = (plain_label() for _ in range(5))
+        self.iteration, self.rate, self.device, self.sandbox, self.database, self.connection = (
+            plain_label() for _ in range(6))
         self.sandbox.hide()         # only a coding run's programs run in a sandbox
-        for w in (self.state, self.iteration, self.rate, self.device, self.sandbox, self.database):
+        self.connection.hide()      # only a remote database has a link to show
+        self.connection.setObjectName("connection")
+        self.link_state = ""        # the remote link's state ("connected", "lost", …); "" for a local database
+        self.link_text = ""         # its line in full (the label elides a long one in its middle)
+        for w in (self.state, self.iteration, self.rate, self.device, self.sandbox, self.database, self.connection):
             bar.addPermanentWidget(w)
         session.cleared.connect(lambda: self.set_run(None, None))
         session.cleared.connect(self.clear_alerts)
@@ -131,6 +142,19 @@ class StatusLine:
         seconds = data.last(metrics.ITERATION_S)
         self.rate.setText(f"{1 / seconds:.1f} it/s" if seconds and self._status == Status.RUNNING else "")
 
-    def set_database(self, path: Path) -> None:
-        self.database.setText(self._elided(printable(str(path)), PATH_CHARS))
-        set_tooltip(self.database, str(path))
+    def set_database(self, location: Location) -> None:
+        self.database.setText(self._elided(printable(label(location)), PATH_CHARS))
+        set_tooltip(self.database, str(location))
+
+    def set_connection(self, state: str, text: str) -> None:
+        """A remote database's link (RemoteClient.on_state): its line, amber while lost and red
+        when it cannot be opened; hidden for a local database (state "")."""
+        self.link_state, self.link_text = state, text if state else ""
+        if not state:
+            self.connection.hide()
+            self.connection.setText("")
+            return
+        self.connection.setText(self._elided(printable(text), LINK_CHARS))
+        set_tooltip(self.connection, text)
+        self.connection.setStyleSheet(LINK_STYLES.get(state, ""))
+        self.connection.show()

@@ -8,19 +8,33 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parents[1]))     # tests/sshd.py
-from sshd import DEFAULT_RLA, SshdUnavailable, SshServer
+from sshd import DEFAULT_RLA, NamespacedSshServer, SshdUnavailable, SshServer
 
 
-@pytest.fixture(scope="session")
-def sshd():
-    """One SshServer for the session (hosts rla-test, rla-slow, rla-relay in sshd.config).
-    Skipped where sshd cannot start, except under CI, which must run these tests: there it fails."""
+def started(kind: type[SshServer]) -> SshServer:
+    """A running server of this kind. Skipped where it cannot start, except under CI, which must
+    run these tests: there it fails, with the reason."""
     try:
-        server = SshServer.start()
+        return kind.start()
     except SshdUnavailable as e:
         if os.environ.get("CI"):
-            pytest.fail(f"sshd is required in CI: {e}", pytrace=False)
-        pytest.skip(f"no sshd: {e}")
+            pytest.fail(f"{kind.__name__} is required in CI: {e}", pytrace=False)
+        pytest.skip(f"no {kind.__name__}: {e}")
+
+
+@pytest.fixture(scope="module")
+def sshd():
+    """One SshServer per test module (hosts rla-test, rla-slow, rla-relay in sshd.config): stopped
+    after it, so that no later test finds sshd among this process's children."""
+    server = started(SshServer)
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="module")
+def namespaced_sshd():
+    """sshd in a network namespace of its own, whose link a test can pull (NamespacedSshServer)."""
+    server = started(NamespacedSshServer)
     yield server
     server.stop()
 

@@ -1,0 +1,77 @@
+"""Where the console's database is: a local file (a Path) or a database on another machine
+reached over SSH (an SshAddress, `ssh://[user@]host[:port]/path`), and what the console says
+and remembers of it: its short label, the folder a file chooser starts in, the recent list.
+
+Qt-free: `settings` is anything with QSettings' `value` and `setValue` (database_settings.py).
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from rla_engine.client import EngineClient
+from rla_engine.remote import AddressError, RemoteClient, SshAddress, parse_location
+
+from .database_settings import SettingsStore
+
+Location = Path | SshAddress
+Client = EngineClient | RemoteClient
+
+RECENT_KEY = "recent/databases"
+RECENT_KEPT = 8
+
+
+def as_location(location: Location | str) -> Location:
+    """A location as given (a str: a path, or an ssh:// address; AddressError if a wrong one)."""
+    return location if isinstance(location, SshAddress | Path) else parse_location(location)
+
+
+def local_path(location: Location) -> Path | None:
+    """The file of a local database; None for a remote one (nothing of it is on this disk)."""
+    return None if isinstance(location, SshAddress) else location
+
+
+def label(location: Location) -> str:
+    """Short, for a title or a status line: the path, or host:/path."""
+    return location.label if isinstance(location, SshAddress) else str(location)
+
+
+def start_folder(location: Location) -> Path:
+    """Where a file chooser opens: the local database's folder; the home folder for a remote one."""
+    return location.parent if isinstance(location, Path) else Path.home()
+
+
+def key_text(location: Location) -> str:
+    """One text per database, whatever path led to it: a local file's resolved path, a remote
+    one's canonical address (what its settings and the recent list are keyed by)."""
+    return str(location) if isinstance(location, SshAddress) else str(Path(location).resolve())
+
+
+def recent(settings: SettingsStore) -> list[Location]:
+    """The databases opened last, most recent first; an entry that no longer parses is skipped."""
+    try:
+        texts = json.loads(str(settings.value(RECENT_KEY, "[]")))
+    except ValueError:
+        return []
+    found: list[Location] = []
+    for text in texts if isinstance(texts, list) else []:
+        if not isinstance(text, str) or not text:
+            continue
+        try:
+            found.append(parse_location(text))
+        except AddressError:
+            continue
+    return found[:RECENT_KEPT]
+
+
+def remember(settings: SettingsStore, location: Location) -> None:
+    """`location` first in the recent list (once), the list cut to RECENT_KEPT."""
+    text = key_text(location)
+    rest = [key_text(r) for r in recent(settings)]
+    kept = [text, *(t for t in rest if t != text)][:RECENT_KEPT]
+    settings.setValue(RECENT_KEY, json.dumps(kept))
+
+
+def forget(settings: SettingsStore, location: Location) -> None:
+    text = key_text(location)
+    settings.setValue(RECENT_KEY, json.dumps([key_text(r) for r in recent(settings) if key_text(r) != text]))
