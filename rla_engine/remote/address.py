@@ -64,8 +64,17 @@ class SshAddress:
         remote shell as one string, so each part is quoted: nothing typed reaches a shell as code."""
         prefix = shlex.split(os.environ.get(SSH_ENV, "")) or ["ssh"]
         where = [*(["-p", str(self.port)] if self.port else []), *(["-l", self.user] if self.user else [])]
-        remote = shlex.join([self.rla, "serve", "--stdio", "--db", self.path, *(["--create"] if self.create else [])])
-        return [*prefix, *SSH_OPTIONS, *where, "--", self.host, remote]
+        words = ("serve", "--stdio", "--db", self.path, *(["--create"] if self.create else []))
+        remote = " ".join([_command_word(self.rla), *map(shlex.quote, words)])
+        return [*prefix, *SSH_OPTIONS, *where, "--", self.host.strip("[]"), remote]     # ssh takes [::1] bare
+
+
+def _command_word(command: str) -> str:
+    """The remote command, quoted, but for a leading `~/`, which the remote shell is to expand
+    (a virtual environment in the remote home: `?rla=~/venv/bin/rla`)."""
+    if command.startswith("~/"):
+        return "~/" + shlex.quote(command[2:])
+    return shlex.quote(command)
 
 
 def parse_location(text: str | Path) -> Path | SshAddress:

@@ -111,6 +111,7 @@ class Call:
     run: Callable[..., Awaitable[Any]]       # (client, **checked args)
     args: Spec
     retry: bool = True                       # safe to send again after a dropped link (it changes nothing)
+    held: bool = False                       # asked again and again (History, the pool): if unchanged, a tag crosses
 
 
 REQUIRED = object()
@@ -172,20 +173,20 @@ SOME_RUNS: Spec = {"run_ids": (optional(many(run_id)), None)}
 
 CALLS: dict[str, Call] = {
     "run": Call(lambda c, run_id: c.run(run_id), RUN),
-    "list_runs": Call(lambda c, include_archived: c.list_runs(include_archived), ARCHIVED),
+    "list_runs": Call(lambda c, include_archived: c.list_runs(include_archived), ARCHIVED, held=True),
     "run_summaries": Call(lambda c, keys, include_archived: c.run_summaries(keys, include_archived),
-                          {**KEYS, **ARCHIVED}),
-    "metric_names": Call(lambda c: c.metric_names(), {}),
-    "config_fields": Call(lambda c: c.config_fields(), {}),
-    "flat_configs": Call(lambda c, run_ids: c.flat_configs(run_ids), SOME_RUNS),
-    "final_values": Call(lambda c, keys, run_ids: c.final_values(keys, run_ids), {**KEYS, **SOME_RUNS}),
-    "best_values": Call(lambda c, keys, run_ids: c.best_values(keys, run_ids), {**KEYS, **SOME_RUNS}),
+                          {**KEYS, **ARCHIVED}, held=True),
+    "metric_names": Call(lambda c: c.metric_names(), {}, held=True),
+    "config_fields": Call(lambda c: c.config_fields(), {}, held=True),
+    "flat_configs": Call(lambda c, run_ids: c.flat_configs(run_ids), SOME_RUNS, held=True),
+    "final_values": Call(lambda c, keys, run_ids: c.final_values(keys, run_ids), {**KEYS, **SOME_RUNS}, held=True),
+    "best_values": Call(lambda c, keys, run_ids: c.best_values(keys, run_ids), {**KEYS, **SOME_RUNS}, held=True),
     "latest_metrics": Call(lambda c, run_id: c.latest_metrics(run_id), RUN),
     "columns": Call(_columns, {**RUN, "after_iteration": (count, 0)}),
     "events_at": Call(lambda c, run_id, iteration, kinds: c.events_at(run_id, iteration, kinds),
                       {**RUN, "iteration": (count, REQUIRED), "kinds": (optional(many(text)), None)}),
     "tasks": Call(lambda c, run_id, statuses: c.tasks(run_id, statuses),
-                  {**RUN, "statuses": (optional(many(text)), None)}),
+                  {**RUN, "statuses": (optional(many(text)), None)}, held=True),
     "series": Call(_series, {**RUN, "key": (text, REQUIRED)}),
     "search_runs": Call(lambda c, query, include_archived: c.search_runs(query, include_archived),
                         {"query": (text, REQUIRED), **ARCHIVED}),

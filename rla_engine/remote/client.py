@@ -14,7 +14,7 @@ import base64
 import collections
 import copy
 import contextlib
-import zlib
+import dataclasses
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
@@ -26,11 +26,13 @@ from ..export.files import write_atomic_many
 from ..store import StoreError
 from .address import SshAddress
 from .calls import CALLS
-from .protocol import MAX_ANSWER_BYTES, ProtocolError, check_hello, decode, encode, unpack_columns
+from .protocol import MAX_ANSWER_BYTES, ProtocolError, check_hello, decode, encode, inflate, unpack_columns
 
 CONNECT_TIMEOUT_S = 30.0
 BACKOFF_S = (0.5, 1.0, 2.0, 4.0, 8.0, 15.0)
 STDERR_KEPT = 4096
+RETRIES = 3               # a read whose answer breaks the link this often is given up
+PATIENT = {"wait"}        # reads that wait for a lost link as long as it takes (and a watch)
 HELD_ANSWERS = 64
 
 
@@ -69,14 +71,15 @@ class _Link:
         while chunk := await self.proc.stderr.read(4096):
             self.stderr.append(chunk)
 
-    async def next_message(self) -> dict | None:
+    async def next_message(self, silent_s: float | None = None) -> dict | None:
         """The next message; None at the end of the stream. A link silent for `dead_after_s`
-        (the server beats every BEAT_S) is dead: a cut network is found without ssh's help."""
+        (the server beats every BEAT_S) is dead: a cut network is found without ssh's help;
+        `silent_s`: a longer silence allowed (before the server's first line: a login, a jump host)."""
         assert self.proc.stdout is not None
         # a whole history is one line of tens of megabytes: each byte is scanned and copied once
         while (end := self._buffer.find(b"\n", self._scanned)) < 0:
             self._scanned = len(self._buffer)
-            chunk = await asyncio.wait_for(self.proc.stdout.read(1 << 20), self.dead_after_s)
+            chunk = await asyncio.wait_for(self.proc.stdout.read(1 << 20), silent_s or self.dead_after_s)
             if not chunk:
                 return None
             self.bytes_in += len(chunk)
@@ -88,9 +91,28 @@ class _Link:
         self._scanned = 0
         return decode(line)
 
-    async def send(self, call: str, args: dict, unless: str | None = None) -> int:
+    async def ask(self, call: str, args: dict, unless: str | None = None) -> asyncio.Future:
+        """Send a call; its answer comes in the returned future (LinkLost if the link goes first).
+        The id is taken and the future registered before the write yields: a concurrent call
+        cannot take the same id, nor an early answer find no one waiting."""
+        future: asyncio.Future = asyncio.get_running_loop().create_future()
+        rid = self._take_id()
+        self.pending[rid] = future
+        await self.write({"id": rid, "call": call, "args": args, **({"unless": unless} if unless else {})})
+        return future
+
+    async def stream(self, call: str, args: dict) -> tuple[int, asyncio.Queue]:
+        """Open a stream (a watch): its messages come in the returned queue, {"lost": why} last if the link goes."""
+        queue: asyncio.Queue = asyncio.Queue()
+        rid = self._take_id()
+        self.streams[rid] = queue
+        await self.write({"id": rid, "call": call, "args": args})
+        return rid, queue
+
+    def _take_id(self) -> int:
+        if self.lost is not None:
+            raise LinkLost(self.lost)
         self._next += 1
-        await self.write({"id": self._next, "call": call, "args": args, **({"unless": unless} if unless else {})})
         return self._next
 
     async def write(self, message: dict) -> None:
@@ -105,8 +127,7 @@ class _Link:
         """Without waiting: it runs where a watch is being closed or cancelled."""
         self.streams.pop(rid, None)
         if self.lost is None and self.proc.stdin is not None and not self.proc.stdin.is_closing():
-            self._next += 1
-            self.proc.stdin.write(encode({"id": self._next, "call": "cancel", "args": {"stream": rid}}))
+            self.proc.stdin.write(encode({"id": self._take_id(), "call": "cancel", "args": {"stream": rid}}))
 
     def deliver(self, message: dict) -> None:
         rid = message.get("id")
@@ -171,6 +192,8 @@ class RemoteClient:
                 self._say("failed", str(e))
                 raise
             self._attach(link)
+            # made once: a reconnect must not make it again where it has gone (a disk unmounted meanwhile)
+            self.location = dataclasses.replace(self.location, create=False)
             if self._keeper is None:
                 self._keeper = asyncio.ensure_future(self._keep())
 
@@ -203,7 +226,7 @@ class RemoteClient:
         link = _Link(proc, self.dead_after_s)
         self._own(link.read_stderr())
         try:
-            first = await asyncio.wait_for(link.next_message(), CONNECT_TIMEOUT_S)
+            first = await link.next_message(CONNECT_TIMEOUT_S)
             if first is None:
                 why = await self._why_ended(link)
                 link.close(why)
@@ -289,23 +312,28 @@ class RemoteClient:
                 except RemoteError as e:
                     self._say("lost", f"reconnecting failed ({e})")
 
-    async def _ready(self, wait: bool) -> _Link:
-        if self._link is None and self._keeper is None:
-            await self.connect()
-        link = self._link
-        if link is not None and link.lost is None:
-            return link
-        if not wait:
-            raise EngineError(f"{self.location.label} is not connected ({self.state_text}): nothing was sent")
-        try:
-            await asyncio.wait_for(self._up.wait(), self.call_wait_s)
-        except TimeoutError:
-            raise EngineError(f"{self.location.label} is unreachable: {self.state_text}") from None
-        assert self._link is not None
-        return self._link
+    async def _ready(self, wait: bool, patient: bool = False) -> _Link:
+        """The open link. Without it: a change fails at once (`wait` false); a read waits up to
+        call_wait_s for the link to come back; a watch or a wait (`patient`) as long as it takes
+        (a laptop asleep for an hour: the run is still there when it wakes)."""
+        while True:
+            if self._closed:
+                raise EngineError(f"the connection to {self.location.label} was closed")
+            if self._link is None and self._keeper is None:
+                await self.connect()
+            link = self._link
+            if link is not None and link.lost is None:
+                return link
+            if not wait:
+                raise EngineError(f"{self.location.label} is not connected ({self.state_text}): nothing was sent")
+            try:
+                await asyncio.wait_for(self._up.wait(), None if patient else self.call_wait_s)
+            except TimeoutError:
+                raise EngineError(f"{self.location.label} is unreachable: {self.state_text}") from None
 
     async def close(self) -> None:
         self._closed = True
+        self._up.set()            # whoever waits for the link wakes, and finds it closed
         if self._keeper is not None:
             self._keeper.cancel()
         link, self._link = self._link, None
@@ -323,19 +351,19 @@ class RemoteClient:
 
     # -- calls ---------------------------------------------------------------------------------
     async def _call(self, name: str, /, **args: Any) -> Any:
-        retry = CALLS[name].retry
-        key = (name, repr(sorted(args.items()))) if retry else None
-        while True:
-            link = await self._ready(wait=retry)
-            future: asyncio.Future = asyncio.get_running_loop().create_future()
+        call = CALLS[name]
+        key = (name, repr(sorted(args.items()))) if call.held else None
+        for attempt in range(1, RETRIES + 1):
+            link = await self._ready(wait=call.retry, patient=name in PATIENT)
             held = self._held.get(key) if key else None
             try:
-                rid = await link.send(name, args, unless=held[0] if held else None)
-                link.pending[rid] = future
-                answer = await future
+                answer = await (await link.ask(name, args, unless=held[0] if held else None))
             except LinkLost as e:
-                if retry:
+                if call.retry and attempt < RETRIES:
                     continue
+                if call.retry:
+                    raise EngineError(f"the connection to {self.location.host} was lost {RETRIES} times while "
+                                      f"`{name}` was answered ({e})") from None
                 raise EngineError(f"the connection to {self.location.host} was lost before `{name}` was answered "
                                   f"({e}): it may or may not have been carried out") from None
             if "error" in answer:
@@ -347,6 +375,7 @@ class RemoteClient:
                     self._held.pop(next(iter(self._held)))
                 self._held[key] = (answer["tag"], copy.deepcopy(answer.get("ok")))
             return answer.get("ok")
+        raise AssertionError("unreachable")
 
     def _error(self, error: Any) -> Exception:
         if not isinstance(error, dict):
@@ -363,13 +392,11 @@ class RemoteClient:
         """As EngineClient.watch; across a dropped link it goes on from its last update."""
         at: dict[str, Any] = {"after_iteration": 0, "after_event": 0, "status": None}
         while True:
-            link = await self._ready(wait=True)
-            queue: asyncio.Queue = asyncio.Queue()
+            link = await self._ready(wait=True, patient=True)
             try:
-                rid = await link.send("watch", {"run_id": run_id, **at})
+                rid, queue = await link.stream("watch", {"run_id": run_id, **at})
             except LinkLost:
                 continue
-            link.streams[rid] = queue
             shown: dict = {}                  # the run row as last shown: updates carry what changed
             try:
                 while True:
@@ -493,7 +520,7 @@ class RemoteClient:
         except ExportInputError as e:
             raise EngineError("export failed (exit 2)", f"rla export: {e}") from None
         result = await self._call("export", run_ids=list(run_ids), fmt=fmt, charts=charts, group_by=group_by)
-        files = {p: zlib.decompress(base64.b64decode(f["zb"])) for p, f in zip(paths, result["files"]) if f}
+        files = {p: inflate(base64.b64decode(f["zb"])) for p, f in zip(paths, result["files"]) if f}
         write_atomic_many(files, force)
         line = str(result["line"])
         for theirs, ours in zip(result.get("paths", []), paths):

@@ -9,8 +9,9 @@
 
 A message whose JSON is longer than COMPRESS_OVER, and that deflates well (a sample of it tells),
 is sent as {"z": "<base64 of zlib(JSON)>"}; short answers stay readable. Metric columns travel as
-their raw bytes, deflated (pack_columns), or as plain numbers when they are few. The version is bumped whenever a call or
-a message changes meaning; the server says its version first, and the console refuses another
+their raw bytes, deflated (pack_columns), or as plain numbers when they are few. NaN and ±inf
+travel as {"float": "nan"} (strict JSON has none). The version is bumped whenever a call or a
+message changes meaning; the server says its version first, and the console refuses another
 with one line naming both.
 """
 from __future__ import annotations
@@ -35,21 +36,32 @@ class ProtocolError(ValueError):
     """A line that is not a message of this protocol."""
 
 
+FLOAT, ESCAPED = "float", "escaped"
+
+
 def _plain(value: Any) -> Any:
-    """NaN and ±inf as strings: JSON has no such numbers, and a metric may hold them."""
+    """NaN and ±inf as {"float": "nan"}: JSON has no such numbers, and a metric may hold them. A
+    stored object of that very shape (a payload, a config) travels escaped, so it stays itself."""
     if isinstance(value, float) and not math.isfinite(value):
-        return {"float": repr(value)}
+        return {FLOAT: repr(value)}
     if isinstance(value, dict):
-        return {k: _plain(v) for k, v in value.items()}
+        plain = {k: _plain(v) for k, v in value.items()}
+        return {ESCAPED: plain} if len(plain) == 1 and next(iter(plain)) in (FLOAT, ESCAPED) else plain
     if isinstance(value, list | tuple):
         return [_plain(v) for v in value]
     return value
 
 
-def _float_of(d: dict) -> Any:
-    if d.keys() == {"float"} and d["float"] in ("nan", "inf", "-inf"):
-        return float(d["float"])
-    return d
+def _restored(value: Any) -> Any:
+    if isinstance(value, dict):
+        if len(value) == 1 and value.get(FLOAT) in ("nan", "inf", "-inf"):
+            return float(value[FLOAT])
+        if len(value) == 1 and isinstance(value.get(ESCAPED), dict):
+            return {k: _restored(v) for k, v in value[ESCAPED].items()}
+        return {k: _restored(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_restored(v) for v in value]
+    return value
 
 
 def encode(message: dict) -> bytes:
@@ -66,7 +78,7 @@ def encode(message: dict) -> bytes:
 def tag_of(result: Any) -> str:
     """A short fingerprint of a result: a console sends its last one back (`unless`), and an
     unchanged result is answered by {"same": true} instead of again in full."""
-    text = json.dumps(_plain(result), separators=(",", ":"), allow_nan=False, sort_keys=True)
+    text = json.dumps(_plain(result), separators=(",", ":"), allow_nan=False)
     return hashlib.blake2b(text.encode(), digest_size=12).hexdigest()
 
 
@@ -83,25 +95,38 @@ def decode(line: bytes, limit: int = MAX_ANSWER_BYTES) -> dict:
     if len(line) > limit:
         raise ProtocolError(f"a line of {len(line)} bytes (at most {limit})")
     try:
-        message = json.loads(line, object_hook=_float_of, parse_constant=_no_constant)
+        message = json.loads(line, parse_constant=_no_constant)
     except (ValueError, RecursionError) as e:
         raise ProtocolError(f"not JSON: {_short(e)}") from None
     if isinstance(message, dict) and message.keys() == {"z"}:
         if not isinstance(message["z"], str):
             raise ProtocolError("a compressed message that is not a string")
-        inflate = zlib.decompressobj()
         try:
-            inflated = inflate.decompress(base64.b64decode(message["z"], validate=True), limit)
-        except (ValueError, zlib.error) as e:
+            packed = base64.b64decode(message["z"], validate=True)
+        except ValueError as e:
             raise ProtocolError(f"a compressed message that does not inflate: {_short(e)}") from None
-        if inflate.unconsumed_tail:
-            raise ProtocolError(f"a compressed message that inflates to over {limit} bytes")
-        if not inflate.eof:      # cut short: its checksum was never read
-            raise ProtocolError("a compressed message that does not inflate: cut short")
-        return decode(inflated, limit)
+        return decode(inflate(packed, limit, "a compressed message"), limit)
     if not isinstance(message, dict):
         raise ProtocolError(f"a JSON {type(message).__name__}, not an object")
-    return message
+    try:
+        return _restored(message)
+    except RecursionError:
+        raise ProtocolError("not JSON: nested too deeply") from None
+
+
+def inflate(data: bytes, limit: int = MAX_ANSWER_BYTES, what: str = "deflated data") -> bytes:
+    """zlib data inflated, never past `limit` bytes (a hostile end cannot fill this one's memory);
+    ProtocolError if it is not whole."""
+    inflater = zlib.decompressobj()
+    try:
+        out = inflater.decompress(data, limit)
+    except zlib.error as e:
+        raise ProtocolError(f"{what} that does not inflate: {_short(e)}") from None
+    if inflater.unconsumed_tail:
+        raise ProtocolError(f"{what} that inflates to over {limit} bytes")
+    if not inflater.eof:      # cut short: its checksum was never read
+        raise ProtocolError(f"{what} that does not inflate: cut short")
+    return out
 
 
 def _no_constant(name: str) -> Any:
@@ -158,7 +183,7 @@ def _unpack(col: Any) -> np.ndarray:
     if not isinstance(col.get("zb"), str):
         raise ProtocolError("a column that is not a packed array")
     try:
-        raw = zlib.decompress(base64.b64decode(col["zb"], validate=True))
+        raw = inflate(base64.b64decode(col["zb"], validate=True), what="a column")
         return np.frombuffer(raw, dtype=col["a"]).astype(dtype)
     except (ValueError, zlib.error) as e:
         raise ProtocolError(f"a column that does not unpack: {_short(e)}") from None

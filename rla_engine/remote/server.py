@@ -141,9 +141,9 @@ class Server:
                 work = self._watch(rid, **checked_args(STREAMS[name], request.get("args", {})))
             elif name in CALLS:
                 call = CALLS[name]
-                unless = request.get("unless") if call.retry else None
+                unless = request.get("unless")
                 work = self._answer(rid, call.run(self.client, **checked_args(call.args, request.get("args", {}))),
-                                    unless if isinstance(unless, str) else None)
+                                    (unless if isinstance(unless, str) else "") if call.held else None)
             else:
                 raise ProtocolError(f"unknown call {str(name)[:80]!r}")
         except Exception as e:        # a request no check foresaw is refused too: the server goes on
@@ -160,13 +160,15 @@ class Server:
 
     def _cancel(self, args: Any) -> None:
         stream = args.get("stream") if isinstance(args, dict) else None
-        task = self.tasks.get(stream) if isinstance(stream, int) else None
+        # only a stream (or a wait): a start or a delete is not to be stopped half-way
+        task = self.tasks.get(stream) if isinstance(stream, int) and stream in self.streams else None
         if task is not None:
             task.cancel()
 
     async def _answer(self, rid: int, work: Awaitable[Any], unless: str | None = None) -> None:
-        """The result; or, asked `unless` it is the one the console already holds (its tag), only
-        that it is (History's rows every 2 s: nothing crosses while nothing changed)."""
+        """The result. For a call the console asks again and again (`unless` not None) the result
+        comes with its tag, or, when that is `unless` (the one the console holds), only that it is
+        the same: History's rows every 2 s cross once while nothing changes."""
         try:
             result = await work
         except asyncio.CancelledError:
@@ -174,11 +176,14 @@ class Server:
         except Exception as e:           # any failure is an answer; the server goes on
             await self.send({"id": rid, "error": error_of(e)})
             return
-        if unless is None:
-            await self.send({"id": rid, "ok": result})
-            return
-        tag = tag_of(result)
-        await self.send({"id": rid, "same": True} if tag == unless else {"id": rid, "ok": result, "tag": tag})
+        try:
+            if unless is None:
+                await self.send({"id": rid, "ok": result})
+                return
+            tag = tag_of(result)
+            await self.send({"id": rid, "same": True} if tag == unless else {"id": rid, "ok": result, "tag": tag})
+        except (TypeError, ValueError) as e:      # a result JSON cannot hold: still an answer, never silence
+            await self.send({"id": rid, "error": error_of(e)})
 
     async def _watch(self, rid: int, run_id: str, after_iteration: int, after_event: int, status: str | None) -> None:
         async def stream() -> None:
@@ -214,7 +219,7 @@ async def serve_stdio(db_path: Path, create: bool) -> int:
                 # nobody has read for a minute: the link is dead but ssh has not noticed (a pulled
                 # cable keeps TCP open for hours); a served database is never left watched by no one
                 print(f"rla serve: no reader for {STUCK_S:.0f} s: exiting", file=sys.stderr, flush=True)
-                os._exit(0)
+                os._exit(1)
         try:
             await Server(db_path, write, create).serve(reader)
         except (BrokenPipeError, ConnectionResetError):

@@ -1,6 +1,7 @@
 """The wire of `rla serve` (rla_engine/remote/protocol.py) and the addresses of remote databases
 (address.py), as units: no ssh, no server."""
 import base64
+import dataclasses
 import json
 import math
 import re
@@ -44,6 +45,13 @@ def test_a_string_that_looks_like_an_encoded_float_is_not_a_float():
     # {"float": "nan"} is how NaN travels; a user's own text "nan" stays text
     back = round_trip({"a": "nan", "b": {"float": "1.5"}, "c": {"float": "nan", "x": 1}})
     assert back == {"a": "nan", "b": {"float": "1.5"}, "c": {"float": "nan", "x": 1}}
+
+
+def test_an_object_shaped_like_the_float_marker_stays_an_object():
+    # a payload or a config may hold {"float": "nan"} itself: it travels escaped, not as NaN
+    back = round_trip({"a": {"float": "nan"}, "b": {"escaped": {"float": "inf"}}, "c": [{"float": "-inf"}]})
+    assert back == {"a": {"float": "nan"}, "b": {"escaped": {"float": "inf"}}, "c": [{"float": "-inf"}]}
+    assert math.isnan(round_trip({"a": float("nan")})["a"])
 
 
 def test_a_big_message_is_compressed_and_round_trips():
@@ -220,3 +228,21 @@ def test_ssh_argv_puts_every_user_part_after_the_options_and_quotes_the_remote_c
     assert shlex.split(argv[-1]) == ["/opt/my venv/bin/rla", "serve", "--stdio", "--db", hostile]
     monkeypatch.delenv("RLA_SSH")
     assert SshAddress(host="box", path="/x.db").ssh_argv()[0] == "ssh"
+
+
+def test_ssh_is_given_an_ipv6_host_bare_and_a_home_relative_command_to_expand():
+    address = parse_location("ssh://[::1]:2200/x/runs.db?rla=~/my venv/bin/rla")
+    assert isinstance(address, SshAddress) and str(address).startswith("ssh://[::1]:2200/")
+    argv = address.ssh_argv()
+    assert argv[-2] == "::1"
+    # the remote shell expands the leading ~/ (the remote home) and takes the rest as one word
+    assert argv[-1].startswith("~/'my venv/bin/rla' serve ")
+    assert shlex.split(argv[-1])[0] == "~/my venv/bin/rla"
+
+
+def test_create_is_asked_only_when_chosen():
+    address = SshAddress(host="box", path="/x.db")
+    assert "--create" not in address.ssh_argv()[-1]
+    made = dataclasses.replace(address, create=True)
+    assert shlex.split(made.ssh_argv()[-1])[-1] == "--create"
+    assert made == address and str(made) == str(address)      # not part of the address: not in the recent list

@@ -56,6 +56,19 @@ def test_every_read_call_answers_as_the_local_client(ssh_env, shared):
             for name, args in calls:
                 mine, theirs = await getattr(here, name)(*args), await getattr(there, name)(*args)
                 same(mine, theirs, f"{name}{args!r:.80}")
+            # asked again (as History asks every 2 s), an unchanged answer crosses as its tag only, and
+            # is still the whole, right answer; a changed one crosses whole
+            for name, args in [("run_summaries", (keys,)), ("final_values", (keys,)), ("tasks", (long_id,))]:
+                before = there.bytes_received
+                same(await getattr(here, name)(*args), await getattr(there, name)(*args), f"{name} again")
+                assert there.bytes_received - before < 200, (name, there.bytes_received - before)
+            notes = (await here.run(short_id))["notes"]      # the shared database is left as it was
+            await here.set_notes(short_id, "changed here, seen there")
+            before = there.bytes_received
+            rows = await there.run_summaries(keys)
+            same(await here.run_summaries(keys), rows)
+            assert there.bytes_received - before > 1000
+            await here.set_notes(short_id, notes)
             assert set(await there.search_runs("remote")) == {long_id, short_id}
             assert await there.group_runs("g-remote") == [short_id]
             columns = await there.columns(long_id)

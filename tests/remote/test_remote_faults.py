@@ -117,7 +117,7 @@ def test_a_partition_is_noticed_and_healed(ssh_env, shared, tmp_path):
                     await there.set_notes(run_id, "sent into the partition")
             lost = await until(lambda: [s for s in states if s[0] == "lost"], timeout=15, what="lost")
             noticed = lost[0][1] - cut_at
-            assert noticed < there.dead_after_s + 1.5, (noticed, states)
+            assert noticed < there.dead_after_s + 5, (noticed, states)     # slack for a loaded machine
             assert "no answer for 3 s" in lost[0][2]
 
             asked = time.monotonic()
@@ -126,8 +126,10 @@ def test_a_partition_is_noticed_and_healed(ssh_env, shared, tmp_path):
             assert time.monotonic() - asked < 1.0
 
             read = asyncio.ensure_future(there.list_runs())
-            for _ in range(5):
-                await asyncio.sleep(0)
+            # the read is waiting for the link (not failed, not answered) once the next reconnect
+            # attempt has been said: by then it has had every chance to do otherwise
+            said = len(states)
+            await until(lambda: len(states) > said, timeout=30, what="a reconnect attempt")
             assert not read.done()
             sshd.heal()
             same(await asyncio.wait_for(read, 30), await here.list_runs())
@@ -223,6 +225,8 @@ def test_a_mistyped_path_is_refused_not_made(ssh_env, tmp_path):
         there = remote(ssh_env, missing, create=True)
         try:
             assert await there.list_runs() == []
+            # made once: a reconnect would not make it again (its disk unmounted meanwhile)
+            assert "--create" not in there.location.ssh_argv()[-1]
         finally:
             await there.close()
     run_async(scenario())
