@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import os
 import statistics
 import sys
@@ -124,7 +125,7 @@ async def stored(db: Path, url: str, n: int) -> None:
 
 
 async def live(db: Path, url: str, seconds: float) -> None:
-    local, remote = EngineClient(db), RemoteClient(address(url))
+    local, remote = EngineClient(db), RemoteClient(dataclasses.replace(address(url), create=True))  # a new database
     await remote.connect()
     cfg = build(preset="quickstart", sets=["run.iterations=100000"])
     run_id = await local.start(cfg, preset="quickstart", name="remote benchmark")
