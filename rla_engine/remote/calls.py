@@ -58,10 +58,16 @@ def count(name: str, v: Any) -> int:
     return v
 
 
-def flag(name: str, v: Any) -> bool:
-    if not isinstance(v, bool):
-        raise BadArgs(f"{name}: expected true or false")
-    return v
+def of_type(kind: type, words: str) -> Check:
+    def check(name: str, v: Any) -> Any:
+        if not isinstance(v, kind):
+            raise BadArgs(f"{name}: expected {words}")
+        return v
+    return check
+
+
+flag = of_type(bool, "true or false")
+payload = of_type(dict, "an object")
 
 
 def optional(check: Check) -> Check:
@@ -87,12 +93,6 @@ def one_of(choices: tuple[str, ...]) -> Check:
 def preset(name: str, v: Any) -> str:
     if v not in preset_names():
         raise BadArgs(f"{name}: {str(v)[:80]!r} is not a preset of the remote rla")
-    return v
-
-
-def payload(name: str, v: Any) -> dict:
-    if not isinstance(v, dict):
-        raise BadArgs(f"{name}: expected an object")
     return v
 
 

@@ -220,10 +220,9 @@ async def serve_stdio(db_path: Path, create: bool) -> int:
                 # cable keeps TCP open for hours); a served database is never left watched by no one
                 print(f"rla serve: no reader for {STUCK_S:.0f} s: exiting", file=sys.stderr, flush=True)
                 os._exit(1)
-        try:
+        # the console may go away mid-answer: there is no one left to tell
+        with contextlib.suppress(BrokenPipeError, ConnectionResetError):
             await Server(db_path, write, create).serve(reader)
-        except (BrokenPipeError, ConnectionResetError):
-            pass                                              # the console went away mid-answer
     return 0
 
 

@@ -24,10 +24,15 @@ class SettingsStore(Protocol):
     def setValue(self, key: str, value: Any, /) -> None: ...     # QSettings' name
 
 
+def key_text(location: Path | SshAddress) -> str:
+    """One text per database, whatever path led to it: a local file's resolved path, a remote
+    one's canonical address (what its settings and the recent list are keyed by)."""
+    return str(location) if isinstance(location, SshAddress) else str(Path(location).resolve())
+
+
 def database_key(location: Path | SshAddress) -> str:
-    """The settings group of one database: its resolved path (a remote one's address), hashed."""
-    text = str(location) if isinstance(location, SshAddress) else str(Path(location).resolve())
-    return "history/databases/" + hashlib.sha256(text.encode()).hexdigest()[:16]
+    """The settings group of one database: its key text, hashed."""
+    return "history/databases/" + hashlib.sha256(key_text(location).encode()).hexdigest()[:16]
 
 
 class DatabaseSettings:

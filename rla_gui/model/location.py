@@ -12,7 +12,7 @@ from pathlib import Path
 from rla_engine.client import EngineClient
 from rla_engine.remote import AddressError, RemoteClient, SshAddress, parse_location
 
-from .database_settings import SettingsStore
+from .database_settings import SettingsStore, key_text
 
 Location = Path | SshAddress
 Client = EngineClient | RemoteClient
@@ -39,12 +39,6 @@ def label(location: Location) -> str:
 def start_folder(location: Location) -> Path:
     """Where a file chooser opens: the local database's folder; the home folder for a remote one."""
     return location.parent if isinstance(location, Path) else Path.home()
-
-
-def key_text(location: Location) -> str:
-    """One text per database, whatever path led to it: a local file's resolved path, a remote
-    one's canonical address (what its settings and the recent list are keyed by)."""
-    return str(location) if isinstance(location, SshAddress) else str(Path(location).resolve())
 
 
 def recent(settings: SettingsStore) -> list[Location]:

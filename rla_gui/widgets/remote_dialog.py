@@ -18,7 +18,6 @@ from .plain_text import plain_label
 PLACEHOLDER = "ssh://[user@]host[:port]/path/to/runs.db"
 HINT = ("The database stays on that machine; the console talks to it over your own ssh (keys, agent, "
         "~/.ssh/config). A path after the host is absolute; ssh://host/~/runs.db is in the remote home.")
-RLA_HINT = "rla command on the remote machine"
 ERROR_STYLE = "QLabel { color: #c0392b; }"
 
 
@@ -64,7 +63,7 @@ class RemoteDatabaseDialog(QtWidgets.QDialog):
             self.address_edit.setText(str(dataclasses.replace(proposed, rla="rla")))
         self.rla_edit.setText(proposed.rla if proposed is not None else "rla")
         form.addRow("Address:", self.address_edit)
-        form.addRow(f"{RLA_HINT[0].upper()}{RLA_HINT[1:]}:", self.rla_edit)
+        form.addRow("Remote rla command:", self.rla_edit)      # rla is a command name: never capitalised
         self.create_box = QtWidgets.QCheckBox("Create it if it is missing", self)
         self.create_box.setObjectName("remoteCreate")
         self.create_box.setToolTip("Without this a path with no database is refused (a mistyped path "
@@ -97,7 +96,7 @@ class RemoteDatabaseDialog(QtWidgets.QDialog):
             self._chosen = address_of(self.address_edit.text(), self.rla_edit.text())
         except AddressError as e:
             self._chosen = None
-            # nothing typed yet is no error: the placeholder says what to type
+            # an empty field is not yet wrong: its grey hint text shows the form of an address
             self.error.setText(str(e) if self.address_edit.text().strip() else "")
         else:
             self.error.setText("")
