@@ -156,6 +156,7 @@ class _Link:
 
 class RemoteClient:
     dead_after_s = 10.0        # a link silent this long is given up (the server beats every 2 s)
+    connect_timeout_s = CONNECT_TIMEOUT_S   # how long a connection may take to say its first line
     call_wait_s = 60.0         # how long a read waits for a lost link to come back before it fails
 
     def __init__(self, address: SshAddress):
@@ -226,7 +227,7 @@ class RemoteClient:
         link = _Link(proc, self.dead_after_s)
         self._own(link.read_stderr())
         try:
-            first = await link.next_message(CONNECT_TIMEOUT_S)
+            first = await link.next_message(self.connect_timeout_s)
             if first is None:
                 why = await self._why_ended(link)
                 link.close(why)
@@ -235,7 +236,7 @@ class RemoteClient:
         except TimeoutError:
             await self._discard(link, "no answer")
             raise RemoteError(f"{self.location.host}: no answer from `{self.location.rla} serve` within "
-                              f"{CONNECT_TIMEOUT_S:.0f} s {link.stderr_tail()}".strip()) from None
+                              f"{self.connect_timeout_s:.0f} s {link.stderr_tail()}".strip()) from None
         except ProtocolError as e:
             await self._discard(link, str(e))
             raise RemoteError(f"{self.location.host}: {e}") from None

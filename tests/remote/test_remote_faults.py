@@ -100,7 +100,9 @@ def test_a_partition_is_noticed_and_healed(ssh_env, shared, tmp_path):
     sshd.heal()
 
     async def scenario():
-        there = remote(sshd, db, host="rla-relay", dead_after_s=3.0)
+        # a reconnect attempt into the partition hangs until its first line's timeout: 4 s, not 30, so
+        # that the attempt is seen failing soon (the behaviour is the same, only the wait shorter)
+        there = remote(sshd, db, host="rla-relay", dead_after_s=3.0, connect_timeout_s=4.0)
         here = EngineClient(db)
         states: list[tuple[str, float, str]] = []
         there.on_state.append(lambda state, text: states.append((state, time.monotonic(), text)))
