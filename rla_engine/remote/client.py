@@ -98,7 +98,13 @@ class _Link:
         future: asyncio.Future = asyncio.get_running_loop().create_future()
         rid = self._take_id()
         self.pending[rid] = future
-        await self.write({"id": rid, "call": call, "args": args, **({"unless": unless} if unless else {})})
+        try:
+            await self.write({"id": rid, "call": call, "args": args, **({"unless": unless} if unless else {})})
+        except BaseException:
+            # nobody will await it: a link lost later must not fail it unseen ("never retrieved")
+            self.pending.pop(rid, None)
+            future.cancel()
+            raise
         return future
 
     async def stream(self, call: str, args: dict) -> tuple[int, asyncio.Queue]:
