@@ -14,7 +14,7 @@ import qasync
 from PySide6 import QtCore, QtWidgets
 
 from rla_engine.paths import default_db_path
-from rla_engine.remote import AddressError, RemoteClient, RemoteError, SshAddress, parse_location
+from rla_engine.remote import AddressError, RemoteError, SshAddress, connected, parse_location
 
 from . import gc_guard
 from .main_window import MainWindow
@@ -90,24 +90,16 @@ def main(argv: list[str] | None = None) -> int:
     return refuse(problem) if problem else 0
 
 
-async def connected(address: SshAddress) -> RemoteClient | str:
-    """A remote database's client, connected (ssh, its `rla serve`), or why it cannot be."""
-    print(f"rla-gui: connecting to {address.label}…", file=sys.stderr)
-    client = RemoteClient(address)
-    try:
-        await client.connect()
-    except RemoteError as e:
-        await client.close()
-        return e.cause
-    return client
-
-
 async def console(app: QtWidgets.QApplication, db: Location) -> str | None:
     """The window on `db`, until it is closed and its close-time work is done; a remote database
     that cannot be reached is not opened: why, returned (the window never shows)."""
-    client = await connected(db) if isinstance(db, SshAddress) else None
-    if isinstance(client, str):
-        return client
+    client = None
+    if isinstance(db, SshAddress):
+        print(f"rla-gui: connecting to {db.label}…", file=sys.stderr)
+        try:
+            client = await connected(db)
+        except RemoteError as e:
+            return e.cause
     window = MainWindow(db, client=client)
     window.show()
     closed = asyncio.Event()

@@ -26,7 +26,7 @@ from rla_engine.ablation.arms import AblationSpec
 from rla_engine.client import EngineError
 from rla_engine.commandline import UNOWNED_FLAG
 from rla_engine.config import Config
-from rla_engine.remote import RemoteClient, RemoteError, SshAddress, client_for
+from rla_engine.remote import RemoteClient, RemoteError, SshAddress, client_for, connected
 from rla_engine.summary import SUMMARY_KEYS
 from rla_engine.text import counted
 from rla_engine.vocabulary import LIVE, RunRow
@@ -129,11 +129,9 @@ class ConsoleController(QtCore.QObject):
             client: Client | None = None
             if isinstance(location, SshAddress):
                 if location != self.location:
-                    client = RemoteClient(location)
                     try:
-                        await client.connect()
+                        client = await connected(location)
                     except RemoteError as e:
-                        await client.close()
                         self.database_refused.emit(location, e.cause)
                         return
             else:

@@ -9,9 +9,21 @@ from ..client import EngineClient
 from .address import AddressError, SshAddress, parse_location
 from .client import RemoteClient, RemoteError
 
-__all__ = ["AddressError", "RemoteClient", "RemoteError", "SshAddress", "client_for", "parse_location"]
+__all__ = ["AddressError", "RemoteClient", "RemoteError", "SshAddress", "client_for", "connected", "parse_location"]
 
 
 def client_for(location: Path | SshAddress) -> EngineClient | RemoteClient:
     """The client of a database: local (a path) or remote (an ssh:// address)."""
     return RemoteClient(location) if isinstance(location, SshAddress) else EngineClient(location)
+
+
+async def connected(address: SshAddress) -> RemoteClient:
+    """A remote database's client, connected (ssh, its `rla serve`); RemoteError saying why it
+    cannot be, with nothing of the attempt left running."""
+    client = RemoteClient(address)
+    try:
+        await client.connect()
+    except RemoteError:
+        await client.close()
+        raise
+    return client

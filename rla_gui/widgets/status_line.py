@@ -30,10 +30,12 @@ NAME_CHARS = 40             # about this many characters of a run's name; the st
 PATH_CHARS = 50             # the database's path, elided the same way
 LINK_CHARS = 90             # a remote database's link: "host:/path: connection lost (why); reconnecting in 2 s"
 # a remote database's link while it is down: what is shown may be stale, and commands are not sent
-LOST_STYLE = ("QLabel { background: #f0a30a; color: black; font-weight: bold; "
-              "border-radius: 3px; padding: 1px 6px; }")
-FAILED_STYLE = ("QLabel { background: #c0392b; color: white; font-weight: bold; "
-                "border-radius: 3px; padding: 1px 6px; }")
+def _badge(background: str, color: str) -> str:
+    return (f"QLabel {{ background: {background}; color: {color}; font-weight: bold; "
+            "border-radius: 3px; padding: 1px 6px; }")
+
+
+LOST_STYLE, FAILED_STYLE = _badge("#f0a30a", "black"), _badge("#c0392b", "white")
 LINK_STYLES = {"lost": LOST_STYLE, "failed": FAILED_STYLE}
 
 
