@@ -10,6 +10,7 @@ its QSettings; tests may pass a dict-backed stand-in).
 """
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 from pathlib import Path
@@ -26,8 +27,11 @@ class SettingsStore(Protocol):
 
 def key_text(location: Path | SshAddress) -> str:
     """One text per database, whatever path led to it: a local file's resolved path, a remote
-    one's canonical address (what its settings and the recent list are keyed by)."""
-    return str(location) if isinstance(location, SshAddress) else str(Path(location).resolve())
+    one's canonical address without its `?rla=` command (how it is reached, not which database it
+    is): what its settings are keyed by, and what tells two entries of the recent list apart."""
+    if isinstance(location, SshAddress):
+        return str(dataclasses.replace(location, rla="rla"))
+    return str(Path(location).resolve())
 
 
 def database_key(location: Path | SshAddress) -> str:

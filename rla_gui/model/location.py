@@ -58,14 +58,21 @@ def recent(settings: SettingsStore) -> list[Location]:
     return found[:RECENT_KEPT]
 
 
+def _entry(location: Location) -> str:
+    """What the recent list stores: enough to open it again (a remote one's `?rla=` command too)."""
+    return str(location) if isinstance(location, SshAddress) else key_text(location)
+
+
 def remember(settings: SettingsStore, location: Location) -> None:
-    """`location` first in the recent list (once), the list cut to RECENT_KEPT."""
-    text = key_text(location)
-    rest = [key_text(r) for r in recent(settings)]
-    kept = [text, *(t for t in rest if t != text)][:RECENT_KEPT]
-    settings.setValue(RECENT_KEY, json.dumps(kept))
+    """`location` first in the recent list (once per database: an entry of the same database with
+    another `rla` command is replaced), the list cut to RECENT_KEPT."""
+    settings.setValue(RECENT_KEY, json.dumps([_entry(location), *_others(settings, location)][:RECENT_KEPT]))
 
 
 def forget(settings: SettingsStore, location: Location) -> None:
+    settings.setValue(RECENT_KEY, json.dumps(_others(settings, location)))
+
+
+def _others(settings: SettingsStore, location: Location) -> list[str]:
     text = key_text(location)
-    settings.setValue(RECENT_KEY, json.dumps([key_text(r) for r in recent(settings) if key_text(r) != text]))
+    return [_entry(r) for r in recent(settings) if key_text(r) != text]

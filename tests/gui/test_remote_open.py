@@ -155,3 +155,15 @@ def test_a_remote_database_that_cannot_be_reached_is_shown_so(qtbot, tmp_path, a
             assert [a.data() for a in win.recent_menu.actions()] == [str(remote)]
         drive(scenario(), timeout=30)
     assert isinstance(QtWidgets.QApplication.instance(), QtWidgets.QApplication)
+
+
+def test_one_remote_database_reached_with_another_rla_command_is_one_recent_entry_and_one_settings_key():
+    settings = Settings()
+    first = parse_location("ssh://dev/srv/runs.db?rla=/opt/a/bin/rla")
+    again = parse_location("ssh://dev/srv/runs.db?rla=/opt/b/bin/rla")
+    locations.remember(settings, first)
+    locations.remember(settings, Path("/x.db"))
+    locations.remember(settings, again)
+    assert locations.recent(settings) == [again, Path("/x.db")]        # the command last used, once
+    assert database_key(first) == database_key(again)
+    assert database_key(first) != database_key(parse_location("ssh://dev/srv/other.db"))
