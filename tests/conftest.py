@@ -85,6 +85,10 @@ def no_unretrieved_task_exceptions(request):
     if "aloop" not in request.fixturenames:
         return
     gc.collect()
+    # what outlived its test is set aside from later collections (gc.freeze): each test's
+    # collection then walks only what was made since, not the whole session's heap again (0.3-0.45 s
+    # a test after ~300 console tests, 780k objects)
+    gc.freeze()
     errors, LOOP_ERRORS[:] = list(LOOP_ERRORS), []
     if errors:
         lines = [f"{c.get('message')}: {c.get('exception')!r} ({c.get('task') or c.get('future') or ''})"
