@@ -14,10 +14,10 @@ setup: $(STAMP)
 # 10 minutes in all); where uv cannot be had or fails, pip does the same installs. uv does not read pip's
 # settings, so a wheel folder pip is told of (PIP_FIND_LINKS, as on a machine with torch's file on disk)
 # is passed on. The chatter goes to .venv/setup.log and is shown only if the setup fails.
-# The test, lint, llm and ray extras are installed too: `make test` and `make lint` share the one venv, the
+# The test, lint, llm, ray and textworld extras are installed too: `make test` and `make lint` share the one venv, the
 # language-model tests run everywhere (transformers, no model downloads: tests build tiny ones), and so do
-# the Ray executor's (a two-node Ray cluster on this machine).
-EXTRAS := .[test,lint,llm,ray]
+# the Ray executor's (a two-node Ray cluster on this machine) and TextWorld's (real games, built here).
+EXTRAS := .[test,lint,llm,ray,textworld]
 UV_LINKS := $(if $(PIP_FIND_LINKS),--find-links $(PIP_FIND_LINKS))
 $(STAMP): pyproject.toml
 	@$(MAKE) --no-print-directory bubblewrap

@@ -320,6 +320,18 @@ class SandboxConfig:
 
 
 @dataclass
+class TextWorldConfig:
+    """The textworld family's games (rla_engine/tasks/textworld_*.py). Other families ignore it."""
+    challenge: str = _f("custom", "Which of TextWorld's generators the pool's games come from: custom (world size, "
+                                  "objects and quest length), coin_collector or treasure_hunter (a level). "
+                                  "Difficulty follows the quest length first.",
+                        choices=("custom", "coin_collector", "treasure_hunter"))
+    cache_mb: int = _f(512, "Games kept in the database's games folder, in MiB; beyond it the games used "
+                            "longest ago are removed (and built again when asked for).", min=1, max=1_048_576)
+    workers: int = _f(0, "Games generated and compiled at once (0: one per CPU core).", min=0, max=1024)
+
+
+@dataclass
 class AlertsConfig:
     enabled: bool = _f(True, "Write an alert event while the loop is unhealthy as the theory says (μ ≤ 1, a "
                              "unanimous judge, no task in band, invalid environment-model answers, a non-finite "
@@ -340,6 +352,7 @@ class Config:
     run: RunConfig = field(default_factory=RunConfig)
     executor: ExecutorConfig = field(default_factory=ExecutorConfig)
     sandbox: SandboxConfig = field(default_factory=SandboxConfig)
+    textworld: TextWorldConfig = field(default_factory=TextWorldConfig)
     alerts: AlertsConfig = field(default_factory=AlertsConfig)
 
     def to_dict(self) -> dict:
@@ -502,6 +515,9 @@ def _check_relations(cfg: Config) -> None:
     tiers = [f"{t:g}" for t in cfg.eval.tiers]
     if len(set(tiers)) != len(tiers):     # each tier is one metric key, eval/success@<d>
         raise ConfigError("eval.tiers", cfg.eval.tiers, "must not repeat a tier")
+    missing = family_spec(cfg.task.family).missing()
+    if missing:
+        raise ConfigError("task.family", cfg.task.family, missing)
     _check_backend(cfg)
     if cfg.judge.source == "oracle" and not family_spec(cfg.task.family).has_oracle:
         raise ConfigError("judge.source", "oracle", f"{cfg.task.family} has no oracle step labels; must be learned")
@@ -656,9 +672,10 @@ def merge(cfg: Config, data: dict, where: str = "") -> Config:
 # Settings added after runs were stored, each with the value the runs stored before it ran with
 # (an option off, as the paper's form): current_settings fills them in for such runs.
 ADDED_SETTINGS = {"judge.verdict_entropy": 0.0, "judge.kind": "steps", "policy.source": "learned",
-                  **{f"sandbox.{f.name}": f.default for f in dataclasses.fields(SandboxConfig)}}
+                  **{f"sandbox.{f.name}": f.default for f in dataclasses.fields(SandboxConfig)},
+                  **{f"textworld.{f.name}": f.default for f in dataclasses.fields(TextWorldConfig)}}
 # sections added after runs were stored: a stored whole configuration (one with a run section) had their defaults
-ADDED_SECTIONS = ("sandbox",)
+ADDED_SECTIONS = ("sandbox", "textworld")
 
 
 def current_settings(flat: Mapping[str, Any]) -> dict[str, Any]:

@@ -16,6 +16,7 @@ from .config import Config, from_dict
 from .errors import ExecutorError, InputError
 from .names import config_label, default_run_name
 from .output import say
+from .paths import keep_games_beside
 from .store import Store, open_store
 from .vocabulary import LIVE, CommandOutcome, CommandResult, EventKind
 
@@ -131,6 +132,7 @@ def start_run(db_path: Path, run_id: str, cfg: Config, *, name: str | None = Non
     check_executor(cfg)
     if _exists(db_path):
         _refuse_taken(_open_for_engine(db_path, create=False), run_id)
+    keep_games_beside(db_path)          # a path _exists refused never gets here
     trainer = make_run_loop(cfg, cfg.run.device, lambda e: f"invalid config: run.device = {cfg.run.device!r}: {e}")
     device = trainer.device
     try:
@@ -206,6 +208,7 @@ def resume_run(db_path: Path, run_id: str, *, iterations: int | None = None, dev
     cfg = _resumable(store, run_id, iterations)
     check_models(cfg)
     check_executor(cfg)
+    keep_games_beside(store.path)
     with claimed(store, run_id, new=False) as folder:
         cfg = _resumable(store, run_id, iterations)    # again under the claim: a twin may have resumed it
         checkpoint.clean_tmp(folder)

@@ -37,6 +37,29 @@ def default_db_path() -> Path:
     return Path(platformdirs.user_data_dir(APP, appauthor=False)) / "experiments.db"
 
 
+GAMES_ENV = "RLA_GAMES_DIR"
+
+
+def games_root(db_path: str | Path) -> Path:
+    """The TextWorld games a database's runs play (rla_engine/tasks/textworld_games.py)."""
+    return Path(db_path).expanduser().resolve().parent / "games"
+
+
+def keep_games_beside(db_path: str | Path) -> None:
+    """Name the database's games folder for this engine process and every worker it starts (an
+    environment variable: a Ray worker is told it too, ray_executor.worker_env)."""
+    os.environ[GAMES_ENV] = str(games_root(db_path))
+
+
+def games_dir() -> Path:
+    """The games folder in use: the one an engine named for its database, else the user's cache
+    (a family used without a database: a test, a benchmark)."""
+    named = os.environ.get(GAMES_ENV)
+    if named:
+        return Path(named).expanduser()
+    return Path(platformdirs.user_cache_dir(APP, appauthor=False)) / "games"
+
+
 def checkpoints_root(db_path: str | Path) -> Path:
     return Path(db_path).expanduser().resolve().parent / "checkpoints"
 

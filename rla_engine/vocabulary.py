@@ -92,6 +92,8 @@ class EventKind(StrEnum):
     WORKER_RESTARTED = "worker_restarted"        # a dead Ray worker replaced, its work resubmitted
     ALERT = "alert"                              # a health alert raised or cleared (rla_engine/alerts.py)
     SANDBOX = "sandbox"                          # the isolation model-written code runs under (coding runs)
+    EPISODE_CRASHED = "episode_crashed"          # an environment failed inside an episode (a game's interpreter):
+                                                 # that episode ended as a failure, the run went on
 
 
 class TaskStatus(StrEnum):

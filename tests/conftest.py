@@ -14,6 +14,13 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 RECORDED = Path(__file__).parent / "data"     # made by tests/data/make_recorded_runs.py
 
 
+@pytest.fixture(scope="session", autouse=True)
+def games_folder(tmp_path_factory):
+    """TextWorld games built by a test without a database go to a folder of the session, never to
+    the user's cache (an engine names its database's own folder: paths.keep_games_beside)."""
+    os.environ["RLA_GAMES_DIR"] = str(tmp_path_factory.mktemp("games"))
+
+
 @pytest.fixture
 def tmp_db(tmp_path: Path) -> Path:
     """Path of a database file that does not exist yet, in its own temporary folder."""

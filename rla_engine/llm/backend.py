@@ -83,6 +83,27 @@ def connect_sandbox(cfg: Config, family) -> list[tuple[str, dict]]:
                                  "guarantees": [{"name": n, "holds": h, "how": how} for n, h, how in iso.guarantees]})]
 
 
+def crashed_events(ep: TextEpisodes) -> list[tuple[str, dict]]:
+    """An event per episode that ended because its environment failed inside it (a game's
+    interpreter raised): the family ends such an episode as a failure and says why in the step's
+    info; the run goes on."""
+    out: list[tuple[str, dict]] = []
+    for b, steps in enumerate(ep.steps):
+        for k, step in enumerate(steps):
+            if "crash" in step.info:
+                out.append((EventKind.EPISODE_CRASHED, {"task": ep.tasks[b].to_json(), "episode": b, "step": k,
+                                                        "command": step.text[:200], "error": str(step.info["crash"])}))
+    return out
+
+
+def connect_games(cfg: Config, family) -> None:
+    """A family that plays generated games (textworld) keeps them as the run's settings say; the
+    folder is the database's (the engine names it before the run starts, paths.games_root)."""
+    if hasattr(family, "use_games"):
+        t = cfg.textworld
+        family.use_games(None, t.cache_mb * 2**20, t.workers, t.challenge)
+
+
 class LLMBackend(Backend):
     def __init__(self, cfg: Config, family, device: torch.device, gen: torch.Generator, learners: bool = True):
         self.cfg, self.family, self.gen = cfg, family, gen
@@ -112,6 +133,7 @@ class LLMBackend(Backend):
             raise InputError("invalid config: judge.verdict_entropy needs a judge whose tokenizer writes "
                              "\\boxed{1} and \\boxed{-1} alike up to the verdict's own token; this one does not")
         self.start_events = connect_sandbox(cfg, family)
+        connect_games(cfg, family)
         scripted = p.source == "scripted" or (j.kind == "tests" and j.source == "oracle")
         self.script = Script(family, self.tok, gen) if scripted else None    # diagnostics (llm/scripted.py)
         batch = lm.generation_batch_size
@@ -238,7 +260,7 @@ class LLMBackend(Backend):
                        proposals: list[tuple[VariantRequest, Proposal]], decisions: list) -> list[tuple[str, dict]]:
         assert isinstance(ep, TextEpisodes) and isinstance(judgement, TextJudgement)
         started, self.start_events = self.start_events, []
-        return [*started, samples.event(self.family, ep, judgement, slots, proposals, decisions)]
+        return [*started, *crashed_events(ep), samples.event(self.family, ep, judgement, slots, proposals, decisions)]
 
     # -- weights for workers, checkpoint state ------------------------------------------------
     def join_judgements(self, parts: list[Judgement], offsets: list[int]) -> TextJudgement:

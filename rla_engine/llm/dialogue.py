@@ -66,6 +66,7 @@ def play(family, model, tokenizer, tasks: list[Task], rollouts: int, how: Sampli
     """Every task `rollouts` times; episode b plays task b // rollouts. A `writer` (policy.source =
     scripted, a diagnostic) answers instead of the model."""
     n = len(tasks) * rollouts
+    family.prepare(tasks)
     ep_tasks = [tasks[b // rollouts] for b in range(n)]
     instructions = [family.instruction(t) for t in ep_tasks]
     dialogues = [[{"role": "user", "content": text}] for text in instructions]

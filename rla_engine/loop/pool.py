@@ -86,9 +86,11 @@ class TaskPool:
 
     def fill(self, size: int, low: float, high: float, rng: np.random.Generator) -> None:
         """The initial pool: difficulties evenly spread over [low, high], each a fresh task."""
-        targets = np.linspace(low, high, size) if size > 1 else np.array([(low + high) / 2])
-        self.active = [self._new_record(slot, 0, self.family.sample(float(d), rng), TaskStatus.ACTIVE.value, 0)
-                       for slot, d in enumerate(targets)]
+        targets = [float(d) for d in (np.linspace(low, high, size) if size > 1 else [(low + high) / 2])]
+        # a family whose tasks are costly to make (textworld builds games) makes them all at once
+        many = getattr(self.family, "sample_many", None)
+        tasks = many(targets, rng) if many is not None else [self.family.sample(d, rng) for d in targets]
+        self.active = [self._new_record(slot, 0, task, TaskStatus.ACTIVE.value, 0) for slot, task in enumerate(tasks)]
         self.roots = [r.task for r in self.active]
 
     # -- sampling ----------------------------------------------------------------------------

@@ -19,7 +19,7 @@ from ..errors import ExecutorError, InputError
 from ..ray_cluster import connect, first_line
 from ..vocabulary import EventKind
 from .interfaces import Interrupted, IterationResult, budget_reached
-from .ray_executor import DEAD, PLACEMENT_WAIT_S, WAIT_S
+from .ray_executor import DEAD, PLACEMENT_WAIT_S, WAIT_S, worker_env
 from .run_worker import RunWorker
 
 
@@ -39,7 +39,8 @@ class RemoteTrainer:
                              f"{have.get('CPU', 0):g}, GPU {have.get('GPU', 0):g})")
         self.interrupted: Callable[[], bool] = lambda: False
         self.actor = ray.remote(RunWorker).options(num_cpus=ex.run_cpus, num_gpus=ex.run_gpus, max_restarts=0,
-                                                   scheduling_strategy="SPREAD").remote(cfg.to_dict())
+                                                   scheduling_strategy="SPREAD",
+                                                   runtime_env=worker_env()).remote(cfg.to_dict())
         placed = self._wait(self.actor.where.remote(), "starting", start=True)
         self.device = placed.pop("device")
         self.events: list[tuple[str, dict]] = [(EventKind.PLACED, {

@@ -11,6 +11,7 @@ entry point in the group `rla.families` whose object is a `FamilySpec` is regist
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import sys
 from dataclasses import dataclass
 from importlib.metadata import entry_points
@@ -26,9 +27,22 @@ class FamilySpec:
     kind: str = "tensor"  # tensor: the embedded networks play it; text: language models do
     has_oracle: bool = True  # its episodes carry oracle step labels (judge.source = oracle needs them)
     runs_programs: bool = False  # its policy writes programs, graded by tests (judge.kind = tests needs it)
+    requires: tuple[str, ...] = ()  # modules of optional packages it plays with (not needed to list it)
+    install: str = ""            # how to install them, said when one is missing
 
     def load(self):
         return importlib.import_module(self.module).FAMILY
+
+    def missing(self) -> str | None:
+        """None if every module it requires is installed, else one line naming what to install."""
+        for name in self.requires:
+            try:
+                found = importlib.util.find_spec(name) is not None
+            except (ImportError, ValueError):     # a broken install counts as a missing one
+                found = False
+            if not found:
+                return f"needs the Python package {name!r}, which is not installed: {self.install}"
+        return None
 
 
 _REGISTRY: dict[str, FamilySpec] = {}
@@ -118,3 +132,10 @@ register(FamilySpec(
     "on the ground-truth tests; difficulty raises input size, value range, composed outputs and edge cases "
     "(language models).",
     "rla_engine.tasks.coding", kind="text", runs_programs=True))
+register(FamilySpec(
+    "textworld",
+    "Real text games from Microsoft TextWorld's generator (the engine under ALFWorld): reach a goal through rooms, "
+    "doors, containers and objects; difficulty follows the quest length, then rooms and objects (language models; "
+    "the textworld extra).",
+    "rla_engine.tasks.textworld_family", kind="text", requires=("textworld",),
+    install="pip install 'rlanything[textworld]'"))

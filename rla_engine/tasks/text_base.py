@@ -96,6 +96,10 @@ class TextFamily(abc.ABC):
         """The task's turn budget (an episode that has not finished after it fails)."""
         return self.max_turns
 
+    def prepare(self, tasks: list[Task]) -> None:  # noqa: B027 - a hook most families leave empty
+        """Called with an iteration's tasks before their episodes start: a family whose tasks need
+        something made first (textworld: a compiled game) makes all of it at once. Nothing by default."""
+
     def respond_all(self, episodes: list[TextEpisode], responses: list[list[str]]) -> list[TurnResult]:
         """One turn of many episodes, in order: each episode's `respond` by default. A family whose
         answer is costly (the coding family runs programs in a sandbox) answers them together."""

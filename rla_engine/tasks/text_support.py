@@ -15,6 +15,7 @@ from collections.abc import Callable
 import numpy as np
 
 from .task import TRAIN_SEEDS, Task, draw_seed
+from .text_base import TurnResult
 
 CLOSE_ENOUGH = 0.03        # a sampled task this close to the asked difficulty ends the search
 
@@ -65,3 +66,28 @@ def checked(family: str, task: Task, parse: Callable[[object], dict]) -> tuple[d
         return parse(task.params), None
     except ValueError as e:
         return None, str(e)
+
+
+def one_command_turn(label: int, info: dict, extra: dict, steps: list[str], observation: str, done: bool,
+                     success: bool) -> TurnResult:
+    """The turn of a one-command-per-turn family (text_world, textworld): the first string was the
+    command; any further string is a bad step with no effect. An episode that ended without success
+    says it ran out of turns instead of listing commands."""
+    if done and not success:
+        observation = observation.split(" Commands: ")[0] + " You are out of turns."
+    return TurnResult([label] + [-1] * (len(steps) - 1), [info] + [dict(extra) for _ in steps[1:]],
+                      observation, done, success)
+
+
+def command_text(text: str) -> str:
+    """A response as a command of a one-command family, matched leniently: its first non-empty line,
+    case, surrounding quotes, backticks and `*` ignored, inner runs of spaces as one, and an
+    optional trailing period."""
+    lines = [ln for ln in str(text).strip().splitlines() if ln.strip()]
+    first = lines[0] if lines else ""
+    return " ".join(first.strip().strip("\"'`*").strip().rstrip(".").lower().split())
+
+
+def budget(length: int) -> int:
+    """The turns of a one-command family's episode: room for one wasted turn per useful one, no more."""
+    return 2 * length + 2

@@ -27,7 +27,7 @@ import numpy as np
 
 from .task import Task, draw_seed
 from .text_base import TextEpisode, TextFamily, TurnResult
-from .text_support import checked, half, sample_near, variant_seed
+from .text_support import budget, checked, command_text, half, one_command_turn, sample_near, variant_seed
 from .text_world_gen import KNOB_MAX, KNOB_MIN, KNOBS, canonical, difficulty, generate, knobs_near, knobs_of, plan_term
 from .text_world_planner import Key, optimal_plan, plan_length, planned, progress
 from .text_world_rules import CONTAINERS, MAX_CLOSED, MAX_DOORS, MAX_OBJECTS, MAX_PLACES, MAX_ROOMS, OBJECTS, \
@@ -40,15 +40,6 @@ VERBS = ("go", "open", "take", "put", "clean", "look", "inventory")
 FOCUS_OF = {"go": "rooms", "open": "closed", "clean": "clean"}
 
 
-def _norm(text: str) -> str:
-    lines = [ln for ln in str(text).strip().splitlines() if ln.strip()]
-    first = lines[0] if lines else ""
-    return " ".join(first.strip().strip("\"'`*").strip().rstrip(".").lower().split())
-
-
-def budget(length: int) -> int:
-    return 2 * length + 2
-
 
 class WorldEpisode(TextEpisode):
     def __init__(self, w: World, dist: dict[Key, int], turns: int):
@@ -58,10 +49,10 @@ class WorldEpisode(TextEpisode):
     def _act(self, text: str) -> tuple[int, dict, str]:
         w, s = self.w, self.state
         cmds = commands(w, s)
-        cmd = {c.text: c for c in cmds}.get(_norm(text))
+        cmd = {c.text: c for c in cmds}.get(command_text(text))
         room = w.rooms[s.room]
         if cmd is None:
-            verb = _norm(text).split(" ")[0]
+            verb = command_text(text).split(" ")[0]
             info = {"command": verb if verb in VERBS else "other", "valid": False, "progress": False, "room": room}
             return -1, info, "Nothing happens. " + command_list(cmds)
         good = progress(w, self.dist, s, cmd.next)
@@ -79,11 +70,7 @@ class WorldEpisode(TextEpisode):
         label, info, obs = self._act(steps[0] if steps else "")
         self.turns_left -= 1
         self.done = self.success or self.turns_left <= 0
-        if self.done and not self.success:
-            obs = obs.split(" Commands: ")[0] + " You are out of turns."
-        # a one-step-per-turn family gets one step; any further string is a bad step with no effect
-        return TurnResult([label] + [-1] * (len(steps) - 1), [info] + [dict(extra) for _ in steps[1:]],
-                          obs, self.done, self.success)
+        return one_command_turn(label, info, extra, steps, obs, self.done, self.success)
 
 
 class TextWorldFamily(TextFamily):

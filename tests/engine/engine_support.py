@@ -32,6 +32,21 @@ def wait_for(predicate, timeout=60.0, what="condition"):
     raise AssertionError(f"timed out waiting for {what}")
 
 
+def killed_then_resumed(db, *run_args, timeout=300):
+    """`rla run *run_args` into a new database, SIGKILLed once its first iteration is stored, then
+    `rla resume`d to its end: the run's metrics by iteration (the caller compares them with an
+    uninterrupted run's)."""
+    from rla_engine.store import open_store
+    proc = spawn(db, "run", *run_args)
+    store = open_store(db)
+    wait_for(lambda: (r := only_run(store)) and r["iteration"] >= 1, timeout=180, what="an iteration")
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    resumed = rla("resume", only_run(store)["id"], db=db, timeout=timeout)
+    assert resumed.returncode == 0, resumed.stderr
+    return store.metrics_by_iteration(only_run(store)["id"])
+
+
 def only_run(store):
     runs = store.list_runs()
     return runs[0] if runs else None

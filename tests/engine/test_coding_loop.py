@@ -4,8 +4,6 @@ the samples event, a kill and a resume. Scripted programs and tests (policy.sour
 judge.source = oracle: diagnostics whose correctness is known) stand in for a model that can
 code; tiny-random plays the learned roles."""
 import math
-import os
-import signal
 
 import pytest
 import torch
@@ -18,7 +16,7 @@ from rla_engine.store import open_store
 from rla_engine.tasks import coding_run
 from rla_engine.vocabulary import EventKind
 
-from engine_support import only_run, rla, spawn, wait_for
+from engine_support import killed_then_resumed, only_run, rla
 
 SCRIPTED = ("policy.source=scripted", "judge.source=oracle", "env.proposer=procedural")
 
@@ -69,15 +67,9 @@ def test_a_scripted_run_through_rla_run_measures_the_tests_and_resumes_exactly_a
         assert len(tests) == 4 and all(u["readable"] and u["result"] in metrics.EXEC_STATUSES for u in tests)
         assert "```python" in t["turns"][0]["steps"][0]["text"]
 
-    db = tmp_path / "b.db"
-    proc = spawn(db, "run", "--preset", "llm-code-tiny", *sets, "--iterations", "3", "--seed", "3")
-    other = open_store(db)
-    wait_for(lambda: (r := only_run(other)) and r["iteration"] >= 1, timeout=180, what="an iteration")
-    os.kill(proc.pid, signal.SIGKILL)
-    proc.wait()
-    resumed = rla("resume", only_run(other)["id"], db=db, timeout=240)
-    assert resumed.returncode == 0, resumed.stderr
-    assert comparable(other.metrics_by_iteration(only_run(other)["id"])) == comparable(by_it)
+    resumed = killed_then_resumed(tmp_path / "b.db", "--preset", "llm-code-tiny", *sets, "--iterations", "3",
+                                  "--seed", "3", timeout=240)
+    assert comparable(resumed) == comparable(by_it)
 
 
 def test_an_iterations_rewards_equal_the_pure_reference():
