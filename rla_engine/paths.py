@@ -46,9 +46,21 @@ def games_root(db_path: str | Path) -> Path:
 
 
 def keep_games_beside(db_path: str | Path) -> None:
-    """Name the database's games folder for this engine process and every worker it starts (an
-    environment variable: a Ray worker is told it too, ray_executor.worker_env)."""
+    """Name the database's games folder for this engine process and every process it starts (an
+    environment variable; a Ray worker is told it when it starts: games_named, use_games)."""
     os.environ[GAMES_ENV] = str(games_root(db_path))
+
+
+def games_named() -> str | None:
+    """The games folder this process was told of, if any: what a Ray worker is handed."""
+    return os.environ.get(GAMES_ENV) or None
+
+
+def use_games(named: str | None) -> None:
+    """In a Ray worker: play the games the driver keeps. Handed as an argument, not as a Ray
+    runtime_env: a runtime_env makes Ray start fresh worker processes instead of its pooled ones."""
+    if named:
+        os.environ[GAMES_ENV] = named
 
 
 def games_dir() -> Path:

@@ -15,7 +15,6 @@ from the last checkpoint. An error raised by the work itself is never retried.
 """
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -29,7 +28,7 @@ from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 
 from ..config import Config
 from ..errors import ExecutorError, InputError
-from ..paths import GAMES_ENV
+from ..paths import games_named
 from ..ray_cluster import connect, first_line
 from ..tasks.base import Task
 from ..vocabulary import EventKind
@@ -59,13 +58,6 @@ class ChainedRollout:
 
 def _bundle(cpus: float, gpus: float) -> dict[str, float]:
     return {"CPU": cpus, **({"GPU": gpus} if gpus else {})}
-
-
-def worker_env() -> dict | None:
-    """What a worker must be told of the engine's environment (a runtime_env, None if nothing): the
-    database's games folder (paths.keep_games_beside), where the driver keeps the games it plays."""
-    named = os.environ.get(GAMES_ENV)
-    return {"env_vars": {GAMES_ENV: named}} if named else None
 
 
 class RayExecutor:
@@ -133,8 +125,7 @@ class RayExecutor:
         res = self.resources[role]
         strategy = PlacementGroupSchedulingStrategy(self.pg, placement_group_bundle_index=self.bundle_of[role, k])
         return ray.remote(RoleWorker).options(num_cpus=res["CPU"], num_gpus=res.get("GPU", 0.0), max_restarts=0,
-                                              scheduling_strategy=strategy,
-                                              runtime_env=worker_env()).remote(self.config)
+                                              scheduling_strategy=strategy).remote(self.config, games_named())
 
     # -- what the trainer asks for -------------------------------------------------------------
     def collect(self, tasks: list[Task], rollouts: int, *, greedy: bool = False) -> Episodes:

@@ -16,10 +16,11 @@ import ray
 
 from ..config import Config
 from ..errors import ExecutorError, InputError
+from ..paths import games_named
 from ..ray_cluster import connect, first_line
 from ..vocabulary import EventKind
 from .interfaces import Interrupted, IterationResult, budget_reached
-from .ray_executor import DEAD, PLACEMENT_WAIT_S, WAIT_S, worker_env
+from .ray_executor import DEAD, PLACEMENT_WAIT_S, WAIT_S
 from .run_worker import RunWorker
 
 
@@ -39,8 +40,7 @@ class RemoteTrainer:
                              f"{have.get('CPU', 0):g}, GPU {have.get('GPU', 0):g})")
         self.interrupted: Callable[[], bool] = lambda: False
         self.actor = ray.remote(RunWorker).options(num_cpus=ex.run_cpus, num_gpus=ex.run_gpus, max_restarts=0,
-                                                   scheduling_strategy="SPREAD",
-                                                   runtime_env=worker_env()).remote(cfg.to_dict())
+                                                   scheduling_strategy="SPREAD").remote(cfg.to_dict(), games_named())
         placed = self._wait(self.actor.where.remote(), "starting", start=True)
         self.device = placed.pop("device")
         self.events: list[tuple[str, dict]] = [(EventKind.PLACED, {

@@ -5,6 +5,7 @@ class, wrapped by `ray.remote` where it is started.
 """
 from __future__ import annotations
 
+from ..paths import use_games
 from .device import resolve_device
 from .executor import to_device
 from .interfaces import IterationResult
@@ -16,7 +17,8 @@ class RunWorker:
     """A whole run's loop (a Trainer) where the cluster placed it; the `rla run` process that
     started it keeps the database, the commands, the heartbeat and the checkpoints."""
 
-    def __init__(self, config: dict):
+    def __init__(self, config: dict, games: str | None = None):
+        use_games(games)
         tensor_transport()
         cfg = local_config(config)
         self.device = resolve_device(cfg.run.device)

@@ -16,6 +16,7 @@ import numpy as np
 import torch
 
 from ..config import Config, from_dict
+from ..paths import use_games
 from ..tasks import load_family
 from ..tasks.task import Task
 from .backend import Episodes, VariantRequest
@@ -95,7 +96,8 @@ class RoleWorker:
     """One worker of one role (rollout, judge, env): the backend built from the run's config, with
     the learners' weights the driver pushed (loaded when their version changes)."""
 
-    def __init__(self, config: dict):
+    def __init__(self, config: dict, games: str | None = None):
+        use_games(games)
         tensor_transport()
         cfg = local_config(config)
         self.device = resolve_device(cfg.run.device)
