@@ -17,7 +17,8 @@ import torch
 from .. import metrics
 from ..config import Config
 from ..errors import InputError
-from ..loop.backend import Backend, Episodes, Judgement, Proposal, VariantRequest, procedural_proposals
+from ..loop.backend import (Backend, Episodes, Judgement, Proposal, VariantRequest, connect_games,
+                            procedural_proposals)
 from ..loop.device import resolve_device
 from ..loop.ppo import PPOSettings, PPOStats, ppo_update
 from ..tasks.task import Task
@@ -94,14 +95,6 @@ def crashed_events(ep: TextEpisodes) -> list[tuple[str, dict]]:
                 out.append((EventKind.EPISODE_CRASHED, {"task": ep.tasks[b].to_json(), "episode": b, "step": k,
                                                         "command": step.text[:200], "error": str(step.info["crash"])}))
     return out
-
-
-def connect_games(cfg: Config, family) -> None:
-    """A family that plays generated games (textworld) keeps them as the run's settings say; the
-    folder is the database's (the engine names it before the run starts, paths.games_root)."""
-    if hasattr(family, "use_games"):
-        t = cfg.textworld
-        family.use_games(None, t.cache_mb * 2**20, t.workers, t.challenge)
 
 
 class LLMBackend(Backend):

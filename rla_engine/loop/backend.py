@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from ..config import Config
 from ..tasks.base import Task
 from .ppo import PPOStats
 
@@ -174,12 +175,16 @@ class Backend(abc.ABC):
 
 def procedural_proposals(family, requests: list[VariantRequest], tries: int,
                          rng: np.random.Generator) -> list[Proposal]:
-    """The family's own environment model: up to `tries` mutations each, the first valid one kept."""
+    """The family's own environment model: up to `tries` mutations each, the first valid one kept.
+    A family whose variants are costly to make (textworld's games) makes every first try at once
+    (`mutate_many`)."""
     out = []
-    for r in requests:
+    many = getattr(family, "mutate_many", None)
+    firsts = many([(r.task, r.direction, r.critic) for r in requests], rng) if many and tries else None
+    for i, r in enumerate(requests):
         invalid: list[tuple[str, str]] = []
-        for _ in range(tries):
-            variant = family.mutate(r.task, r.direction, r.critic, rng)
+        for k in range(tries):
+            variant = firsts[i] if firsts is not None and k == 0 else family.mutate(r.task, r.direction, r.critic, rng)
             reason = family.validate(variant)
             if reason is None:
                 out.append(Proposal(variant, invalid))
@@ -188,3 +193,12 @@ def procedural_proposals(family, requests: list[VariantRequest], tries: int,
         else:
             out.append(Proposal(None, invalid))
     return out
+
+
+def connect_games(cfg: Config, family) -> None:
+    """A family that plays generated games (textworld, textworld_commands) keeps them as the run's
+    settings say; the folder is the database's (the engine names it before the run starts,
+    paths.games_root)."""
+    if hasattr(family, "use_games"):
+        t = cfg.textworld
+        family.use_games(None, t.cache_mb * 2**20, t.workers, t.challenge)

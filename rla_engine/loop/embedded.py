@@ -12,7 +12,7 @@ from ..config import Config
 from ..models.networks import JudgeNet, PolicyNet, judge_input
 from ..tasks.base import Family, Task
 from ..vocabulary import EventKind
-from .backend import Backend, Episodes, Judgement, Proposal, VariantRequest, procedural_proposals
+from .backend import Backend, Episodes, Judgement, Proposal, VariantRequest, connect_games, procedural_proposals
 from .ppo import PPOSettings, PPOStats, Scores, binary_entropy, distribution_entropy, ppo_update
 from .rollout import Rollout, collect
 
@@ -45,7 +45,8 @@ class EmbeddedBackend(Backend):
     def __init__(self, cfg: Config, family: Family, device: torch.device, gen: torch.Generator,
                  learners: bool = True):
         self.cfg, self.family, self.device, self.gen = cfg, family, device, gen
-        self.policy = PolicyNet(family.obs_dim, family.n_actions, cfg.policy.hidden).to(device)
+        self.policy = PolicyNet(family.obs_dim, family.n_actions, cfg.policy.hidden,
+                                getattr(family, "slot_features", 0)).to(device)
         self.judge_net = JudgeNet(family.obs_dim, family.n_actions, cfg.judge.hidden).to(device)
         if learners:     # a worker's replica acts and never learns (and an optimiser costs seconds of imports)
             self.policy_opt = torch.optim.AdamW(self.policy.parameters(), lr=cfg.policy.lr)
@@ -54,6 +55,7 @@ class EmbeddedBackend(Backend):
         self.policy_ppo = PPOSettings(p.ppo_epochs, p.minibatch_size, p.clip_eps, p.kl_beta, p.entropy_coef)
         self.judge_ppo = PPOSettings(j.ppo_epochs, j.minibatch_size, j.clip_eps, j.kl_beta,
                                      sample_entropy_coef=j.verdict_entropy)
+        connect_games(cfg, family)
 
     # -- roll-outs -------------------------------------------------------------------------
     def collect(self, tasks: list[Task], rollouts: int, *, greedy: bool = False) -> Rollout:
@@ -138,11 +140,25 @@ class EmbeddedBackend(Backend):
         """The first trajectory of the iteration, for the episode viewer."""
         assert isinstance(ep, Rollout)
         steps = int(ep.mask[0].sum())
-        return [(EventKind.EPISODE, {
+        payload = {
             "family": self.family.name, "slot": slots[0], "task": self.family.describe(tasks[0]),
             "success": bool(ep.success[0]), "info_names": list(self.family.info_names),
             "info": ep.info[0, :steps].cpu().tolist(), "verdicts": judgement.verdicts[0, :steps].cpu().tolist(),
-            "oracle": ep.oracle[0, :steps].cpu().tolist()})]
+            "oracle": ep.oracle[0, :steps].cpu().tolist()}
+        transcript = getattr(self.family, "transcript", None)      # a text game's commands and answers
+        if transcript is not None:
+            payload["transcript"] = transcript(tasks[0], ep.actions[0, :steps].cpu().tolist())
+        return [*self._crashed(ep, tasks), (EventKind.EPISODE, payload)]
+
+    def _crashed(self, ep: Rollout, tasks: list[Task]) -> list[tuple[str, dict]]:
+        """An event per episode its environment ended by failing (a game's interpreter raised: the
+        family's `crash` info column); the family's log line says how."""
+        if "crash" not in self.family.info_names:
+            return []
+        column = ep.info[..., list(self.family.info_names).index("crash")]
+        return [(EventKind.EPISODE_CRASHED, {"task": tasks[b // ep.rollouts].to_json(), "episode": b, "step": t,
+                                             "error": "the game's interpreter failed (the run's log says how)"})
+                for b, t in (column * ep.mask).nonzero().tolist()]
 
     # -- weights for workers, checkpoint state ------------------------------------------------
     def weights(self) -> dict:

@@ -11,12 +11,32 @@ def _mlp(inp: int, hidden: int, out: int) -> nn.Sequential:
                          nn.Linear(hidden, out))
 
 
+class SlotScorer(nn.Module):
+    """Logits of a family whose observation is one slot of `features` numbers per action (e.g.
+    textworld_commands: a game's admissible commands): every slot scored by the same small network,
+    so what is learnt of a command's features holds in whichever slot it comes. A slot whose first
+    feature is 0 holds nothing and is never chosen."""
+    EMPTY = -1e4
+
+    def __init__(self, features: int, hidden: int):
+        super().__init__()
+        self.features = features
+        self.net = _mlp(features, hidden, 1)
+
+    def forward(self, obs: torch.Tensor) -> torch.Tensor:
+        slots = obs.unflatten(-1, (-1, self.features))
+        logits = self.net(slots).squeeze(-1)
+        return torch.where(slots[..., 0] > 0, logits, torch.full_like(logits, self.EMPTY))
+
+
 class PolicyNet(nn.Module):
     """Observation -> action logits. Sampling and log-probs use logits / temperature."""
 
-    def __init__(self, obs_dim: int, n_actions: int, hidden: int = 128):
+    def __init__(self, obs_dim: int, n_actions: int, hidden: int = 128, slot_features: int = 0):
         super().__init__()
-        self.net = _mlp(obs_dim, hidden, n_actions)
+        if slot_features:
+            assert obs_dim == n_actions * slot_features, (obs_dim, n_actions, slot_features)
+        self.net = SlotScorer(slot_features, hidden) if slot_features else _mlp(obs_dim, hidden, n_actions)
 
     def forward(self, obs: torch.Tensor) -> torch.Tensor:
         return self.net(obs)

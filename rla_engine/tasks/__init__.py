@@ -29,6 +29,7 @@ class FamilySpec:
     runs_programs: bool = False  # its policy writes programs, graded by tests (judge.kind = tests needs it)
     requires: tuple[str, ...] = ()  # modules of optional packages it plays with (not needed to list it)
     install: str = ""            # how to install them, said when one is missing
+    cheap_tasks: bool = True     # a task is drawn in microseconds (textworld's are compiled games: seconds)
 
     def load(self):
         return importlib.import_module(self.module).FAMILY
@@ -138,4 +139,10 @@ register(FamilySpec(
     "doors, containers and objects; difficulty follows the quest length, then rooms and objects (language models; "
     "the textworld extra).",
     "rla_engine.tasks.textworld_family", kind="text", requires=("textworld",),
-    install="pip install 'rlanything[textworld]'"))
+    install="pip install 'rlanything[textworld]'", cheap_tasks=False))
+register(FamilySpec(
+    "textworld_commands",
+    "The textworld family's real games played by the embedded networks: each turn the policy picks one of the "
+    "game's admissible commands from hashed text features (no language model; the textworld extra).",
+    "rla_engine.tasks.textworld_commands", requires=("textworld",),
+    install="pip install 'rlanything[textworld]'", cheap_tasks=False))

@@ -62,9 +62,10 @@ def _clean(feedback: str) -> str:
     keep = []
     for line in str(feedback).splitlines():
         s = line.strip()
-        if not s or s == ">" or _BANNER.match(line) or s.startswith("Your score has") or "*** The End ***" in s:
+        # the prompt line also carries the status bar after it (">      -= Closet =-0/2")
+        if not s or s.startswith(">") or _BANNER.match(line) or "*** The End ***" in s:
             continue
-        if s.startswith("You scored") or s.startswith("Would you like to"):
+        if s.startswith(("Your score has", "You scored", "Would you like to")):
             continue
         keep.append(s)
     return " ".join(keep)
@@ -193,7 +194,8 @@ class TextWorldFamily(TextFamily):
     lines_are_steps = False
     max_turns = MAX_TURNS
 
-    def __init__(self) -> None:
+    def __init__(self, name: str = "textworld") -> None:
+        self.name = name                   # textworld_commands plays the same tasks under its own name
         self._cache: GameCache | None = None
         self._settings: tuple[Path | None, int, int] = (None, DEFAULT_CAP_BYTES, 0)
         self.challenge = "custom"          # which of TextWorld's generators `sample` draws from
@@ -316,8 +318,25 @@ class TextWorldFamily(TextFamily):
                 "steps": sorted(int(i) for i, _ in steps)[:16]}
 
     def mutate(self, task: Task, direction: str, critic: dict, rng: np.random.Generator) -> Task:
+        return self._first_valid(task, self._moves(task, direction, critic, rng), rng)
+
+    def mutate_many(self, requests: list[tuple[Task, str, dict]], rng: np.random.Generator) -> list[Task]:
+        """`mutate` for several tasks at once: every first candidate's game is built together, in
+        parallel (a game takes about a second to build: the environment model's moves of an
+        iteration would otherwise take that many seconds one after another)."""
+        plans = [self._moves(task, direction, critic, rng) for task, direction, critic in requests]
+        firsts = [Task(self.name, plan[0], fresh_seed(rng, task.seed)) if plan else None
+                  for (task, _d, _c), plan in zip(requests, plans)]
+        self.prepare([t for t in firsts if t is not None])
+        return [first if first is not None and self.validate(first) is None else self._first_valid(task, plan[1:], rng)
+                for (task, _d, _c), plan, first in zip(requests, plans, firsts)]
+
+    @staticmethod
+    def _moves(task: Task, direction: str, critic: dict, rng: np.random.Generator) -> list[dict]:
         focus = critic.get("focus") if isinstance(critic, dict) else None
-        candidates = moves(parse(task.params), direction, focus, rng)
+        return list(moves(parse(task.params), direction, focus, rng))
+
+    def _first_valid(self, task: Task, candidates: list[dict], rng: np.random.Generator) -> Task:
         for params in candidates:
             variant = Task(self.name, params, fresh_seed(rng, task.seed))
             if self.validate(variant) is None:

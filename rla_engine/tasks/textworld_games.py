@@ -158,51 +158,68 @@ def _build_job(args: tuple[str, str, dict, int]) -> tuple[str, dict | str]:
         return key, str(e)
 
 
-def build_in_workers(jobs: list[tuple[str, str, dict, int]], workers: int) -> list[tuple[str, dict | str]]:
-    """Each job built by one of `workers` fresh `python -m rla_engine.tasks.textworld_games`
-    processes (not multiprocessing: a fork would copy the engine's torch threads half-made, and a
-    spawned pool leaves a resource tracker behind and re-runs the caller's main script), each
-    taking the next job as soon as it is done with one."""
-    todo = list(enumerate(jobs))
-    results: dict[int, tuple[str, dict | str]] = {}
-    lock = threading.Lock()
+class _Queue:
+    """The jobs of a batch, handed out one at a time to whichever builder is free, and their results."""
 
-    def worker() -> None:
-        proc = subprocess.Popen([sys.executable, "-m", __name__], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                stderr=subprocess.DEVNULL, text=True)
-        assert proc.stdin is not None and proc.stdout is not None
-        try:
-            while True:
-                with lock:
-                    if not todo:
-                        return
-                    k, job = todo.pop(0)
-                try:
-                    proc.stdin.write(json.dumps(job) + "\n")
-                    proc.stdin.flush()
-                    line = proc.stdout.readline()
-                    results[k] = (job[0], json.loads(line)["result"])
-                except (OSError, ValueError, KeyError):    # the worker died (killed, out of memory)
-                    results[k] = (job[0], f"the process building the game exited ({proc.poll()})")
-                    return
-        finally:
-            with contextlib.suppress(OSError):
-                proc.stdin.close()
+    def __init__(self, jobs: list[tuple[str, str, dict, int]]):
+        self.todo = list(enumerate(jobs))
+        self.results: dict[int, tuple[str, dict | str]] = {}
+        self.lock = threading.Lock()
+
+    def take(self) -> tuple[int, tuple[str, str, dict, int]] | None:
+        with self.lock:
+            return self.todo.pop(0) if self.todo else None
+
+
+def _build_here(queue: _Queue) -> None:
+    while (taken := queue.take()) is not None:
+        k, job = taken
+        queue.results[k] = _build_job(job)
+
+
+def _build_in_a_process(queue: _Queue) -> None:
+    proc = subprocess.Popen([sys.executable, "-m", __name__], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.DEVNULL, text=True)
+    assert proc.stdin is not None and proc.stdout is not None
+    try:
+        while (taken := queue.take()) is not None:
+            k, job = taken
             try:
-                proc.wait(30)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+                proc.stdin.write(json.dumps(job) + "\n")
+                proc.stdin.flush()
+                queue.results[k] = (job[0], json.loads(proc.stdout.readline())["result"])
+            except (OSError, ValueError, KeyError):    # the worker died (killed, out of memory)
+                queue.results[k] = (job[0], f"the process building the game exited ({proc.poll()})")
+                return
+    finally:
+        with contextlib.suppress(OSError):
+            proc.stdin.close()
+        try:
+            proc.wait(30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
 
-    threads = [threading.Thread(target=worker, daemon=True) for _ in range(workers)]
+
+def build_in_workers(jobs: list[tuple[str, str, dict, int]], workers: int) -> list[tuple[str, dict | str]]:
+    """Each job built by one of `workers` builders, each taking the next job as soon as it is done
+    with one: this process, and `workers` − 1 fresh `python -m rla_engine.tasks.textworld_games`
+    processes (not multiprocessing: a fork would copy the engine's torch threads half-made, and a
+    spawned pool leaves a resource tracker behind and re-runs the caller's main script). This
+    process builds too because a fresh one spends about a second importing TextWorld first: an
+    iteration's four or five new games are then mostly built here, without that wait."""
+    queue = _Queue(jobs)
+    threads = [threading.Thread(target=_build_here, args=(queue,), daemon=True),
+               *(threading.Thread(target=_build_in_a_process, args=(queue,), daemon=True)
+                 for _ in range(workers - 1))]
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join()
     for k, job in enumerate(jobs):      # a job left when every worker died: built here
-        if k not in results:
-            results[k] = _build_job(job)
-    return [results[k] for k in range(len(jobs))]
+        if k not in queue.results:
+            queue.results[k] = _build_job(job)
+    return [queue.results[k] for k in range(len(jobs))]
 
 
 def _serve_builds() -> None:

@@ -88,7 +88,7 @@ def caption(payload: dict) -> str:
     if isinstance(d, (int, float)):
         parts.append(f"d {d:.2f}")
     parts.append("success" if payload.get("success") else "failure")
-    budget = task.get("budget")
+    budget = task.get("budget") or task.get("turns")
     parts.append(f"{steps}/{budget} steps" if budget else f"{steps} steps")
     agree = oracle_agreement(payload)
     if agree is not None:
@@ -211,27 +211,73 @@ def paint_arithmetic(p: QPainter, rect: QRectF, payload: dict, pal: QPalette) ->
         p.drawText(QRectF(left, y, text_w, line_h), Qt.AlignmentFlag.AlignVCenter, text)
         if votes is None:
             continue
-        x = left + text_w
-        p.setPen(Qt.PenStyle.NoPen)
-        for v in votes:
-            p.setBrush(chip_color(v))
-            p.drawRoundedRect(QRectF(x, y + (line_h - chip) / 2, chip, chip), chip * 0.25, chip * 0.25)
-            x += chip + 3
-        if label is not None:
-            # the oracle's word on the written digit, next to what the judge said about it
-            p.setPen(GOOD_COLOR if label > 0 else BAD_COLOR)
-            p.drawText(QRectF(x + line_h * 0.3, y, line_h, line_h), Qt.AlignmentFlag.AlignVCenter,
-                       "✓" if label > 0 else "✗")
+        x = _chips(p, left + text_w, y, line_h, votes, label)
         if hint:   # what a right step would have written, faint: the judge saw only the digits
-            faint = QColor(text_color)
-            faint.setAlpha(130)
-            p.setPen(faint)
+            p.setPen(_faint(text_color))
             p.drawText(QRectF(x + line_h * 1.2, y, line_h * 1.5, line_h), Qt.AlignmentFlag.AlignVCenter, hint)
+
+
+def _faint(color: QColor) -> QColor:
+    faint = QColor(color)
+    faint.setAlpha(130)
+    return faint
+
+
+def _chips(p: QPainter, x: float, y: float, line_h: float, votes: list, label: int | None) -> float:
+    """A step's verdict chips from x, then the oracle's ✓ / ✗; returns where they end."""
+    chip = line_h * 0.6
+    p.setPen(Qt.PenStyle.NoPen)
+    for v in votes:
+        p.setBrush(chip_color(v))
+        p.drawRoundedRect(QRectF(x, y + (line_h - chip) / 2, chip, chip), chip * 0.25, chip * 0.25)
+        x += chip + 3
+    if label is not None:
+        # the oracle's word on the step, next to what the judge said about it
+        p.setPen(GOOD_COLOR if label > 0 else BAD_COLOR)
+        p.drawText(QRectF(x + line_h * 0.3, y, line_h, line_h), Qt.AlignmentFlag.AlignVCenter,
+                   "✓" if label > 0 else "✗")
+    return x
+
+
+def paint_transcript(p: QPainter, rect: QRectF, payload: dict, pal: QPalette) -> None:
+    """A text game's episode (textworld_commands): a line per turn, the command played, its verdict
+    chips and the oracle's label, then the game's answer (faint, cut to the width); the goal above."""
+    steps = list(payload["transcript"])
+    verdicts, oracle = payload.get("verdicts") or [], payload.get("oracle") or []
+    area = _caption_rect(p, rect, payload, pal)
+    goal = str((payload.get("task") or {}).get("goal") or "")
+    rows = len(steps) + (1 if goal else 0)
+    line_h = max(8.0, min(26.0, area.height() / max(rows, 1)))
+    font = QFont(p.font())
+    font.setPixelSize(max(8, int(line_h * 0.6)))
+    p.setFont(font)
+    fm = p.fontMetrics()
+    text_color = pal.color(QPalette.ColorRole.Text)
+    y = area.top()
+    if goal:
+        p.setPen(_faint(text_color))
+        p.drawText(QRectF(area.left(), y, area.width(), line_h), Qt.AlignmentFlag.AlignVCenter,
+                   fm.elidedText(f"goal: {goal}", Qt.TextElideMode.ElideRight, int(area.width())))
+        y += line_h
+    commands = [f"> {step['command']}" for step in steps]
+    text_w = min(max((fm.horizontalAdvance(c) for c in commands), default=0) + line_h, area.width() * 0.45)
+    for i, command in enumerate(commands):
+        if y + line_h > area.bottom() + 0.5:
+            break           # a short panel shows the first turns; the tooltip and the report have them all
+        p.setPen(text_color)
+        p.drawText(QRectF(area.left(), y, text_w, line_h), Qt.AlignmentFlag.AlignVCenter,
+                   fm.elidedText(command, Qt.TextElideMode.ElideRight, int(text_w - line_h * 0.5)))
+        x = _chips(p, area.left() + text_w, y, line_h, verdicts[i] if i < len(verdicts) else [],
+                   oracle[i] if i < len(oracle) else None) + line_h * 1.4
+        p.setPen(_faint(text_color))
+        p.drawText(QRectF(x, y, max(0.0, area.right() - x), line_h), Qt.AlignmentFlag.AlignVCenter,
+                   fm.elidedText(str(steps[i]["answer"]), Qt.TextElideMode.ElideRight, int(max(0.0, area.right() - x))))
+        y += line_h
 
 
 # keyrooms draws as a gridworld whose rows also mark doors "D" and keys "k"
 PAINTERS: dict[str, Painter] = {"gridworld": paint_gridworld, "keyrooms": paint_gridworld,
-                                "arithmetic": paint_arithmetic}
+                                "arithmetic": paint_arithmetic, "textworld_commands": paint_transcript}
 
 
 def swatch(color: QColor, words: str) -> str:
@@ -254,6 +300,9 @@ LEGENDS: dict[str, str] = {
     "arithmetic": "chips, one per judge sample: " + _legend(*VERDICT_ENTRIES)
                   + "<br>✓ / ✗ the oracle's label of the step (the judge never sees it) · (n), faint: the digit a "
                     "right step would have written",
+    "textworld_commands": "a line per turn: the command played, its chips, one per judge sample: "
+                          + _legend(*VERDICT_ENTRIES) + "<br>✓ / ✗ the oracle's label of the step (the judge never "
+                          "sees it), then the game's answer",
 }
 LEGEND_TIP = ("<p>Each step is judged m times (judge.m); a path segment's colour is the mean of its readable "
               "verdicts, from red (all −1) through the blends between to green (all +1). A verdict of 0 (no "

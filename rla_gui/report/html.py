@@ -22,6 +22,7 @@ from ..model.panel_spec import HEALTH_PANELS
 from . import charts
 from . import coding
 from . import sections
+from . import transcript
 from .escape import DASH, duration, esc, kv_table, num, table, value_text, when
 
 CSS = """
@@ -180,6 +181,10 @@ def _single(doc: _Doc, f: sections.Facts, environment: dict | None, added: Seque
     if coding.is_coding(f):     # the programs' isolation, the test generator, one program's tests
         doc.section("coding", "Coding: sandbox and generated tests")
         doc.add(coding.coding_block(f))
+    game = transcript.transcript_block(f.bundle)
+    if game:                    # a text game's newest episode, turn by turn
+        doc.section("episode", "Last episode")
+        doc.add(game)
     health = charts.panel_charts(f.bundle, f.data, HEALTH_PANELS[1:])
     if health:
         doc.section("health", "Training health and system")

@@ -10,6 +10,39 @@ import pytest
 TINY = ["--preset", "tiny"]          # resources/presets/tiny.toml: seconds per run
 
 
+def play(env, policy):
+    """Step a family's batched environment max_steps times; per step (active before the step, obs
+    after it, oracle, info)."""
+    log = []
+    for _ in range(env.max_steps):
+        active = env.active.clone()
+        obs, oracle, info = env.step(policy(env))
+        log.append((active, obs, oracle, info))
+    return log
+
+
+def crash_the_second_game_start(monkeypatch) -> None:
+    """The second TextWorld game started in this test raises inside the interpreter: a crash."""
+    from rla_engine.tasks import textworld_family
+    real_start = textworld_family.start_game
+    calls = {"n": 0}
+
+    def second_start_crashes(story, **infos):
+        calls["n"] += 1
+        if calls["n"] == 2:
+            raise RuntimeError("the interpreter fell over")
+        return real_start(story, **infos)
+    monkeypatch.setattr(textworld_family, "start_game", second_start_crashes)
+
+
+def cheap_families(kind: str) -> list[str]:
+    """The families of a kind whose tasks are drawn in microseconds: the generic tests draw
+    thousands. textworld's and textworld_commands' are compiled games (about a second each): their
+    own test files hold them to the same contract at a size real games allow."""
+    from rla_engine.tasks import family_names, family_spec
+    return [n for n in family_names(kind) if family_spec(n).cheap_tasks]
+
+
 def spawn(db, *args):
     return subprocess.Popen([sys.executable, "-m", "rla_engine.cli", *args, "--db", str(db)],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,

@@ -39,7 +39,7 @@ def same_values(cfg: Config, old: dict) -> None:
 
 
 # presets first shipped after the lm section: no run of them was ever stored in the earlier layout
-PRESETS_SINCE = {"llm-code-tiny", "llm-smol-code", "textworld"}
+PRESETS_SINCE = {"llm-code-tiny", "llm-smol-code", "textworld", "textworld-commands"}
 
 
 def test_the_fixtures_cover_every_preset_and_every_moved_setting():

@@ -12,10 +12,12 @@ import numpy as np
 import pytest
 import torch
 
-from rla_engine.tasks import arithmetic, family_names, load_family
+from rla_engine.tasks import arithmetic, load_family
+
+from engine_support import cheap_families, play
 from rla_engine.tasks.base import HELD_OUT_SEEDS, TRAIN_SEEDS, Task
 
-FAMILIES = family_names("tensor")
+FAMILIES = cheap_families("tensor")
 TIERS = [0.1, 0.3, 0.5, 0.7, 0.9]
 EPS = 0.35          # exploration of the scripted policy; one value for every family
 
@@ -29,16 +31,6 @@ def _fingerprint(family, task):
     desc = dict(family.describe(task))
     desc.pop("difficulty", None)
     return json.dumps(desc, sort_keys=True)
-
-
-def _play(family, env, policy):
-    """Step max_steps times; per step (active before the step, obs after it, oracle, info)."""
-    log = []
-    for _ in range(env.max_steps):
-        active = env.active.clone()
-        obs, oracle, info = env.step(policy(env))
-        log.append((active, obs, oracle, info))
-    return log
 
 
 def _random_policy(family, seed=0):
@@ -60,7 +52,7 @@ def _critic_from_play(family, task, seed):
     """A critic dict built from real info rows of a random rollout of the task."""
     env = family.make_env([task], 1)
     env.reset()
-    log = _play(family, env, _random_policy(family, seed))
+    log = play(env, _random_policy(family, seed))
     return family.critic(task, [(i, info[0].tolist()) for i, (active, _, _, info) in enumerate(log) if active[0]])
 
 
@@ -75,7 +67,7 @@ def test_family_runs_to_completion(name):
     assert obs.shape == (12, fam.obs_dim) and obs.dtype == torch.float32 and torch.isfinite(obs).all()
     assert env.active.dtype == torch.bool and env.active.all()
     steps = torch.zeros(env.n, dtype=torch.long)
-    for active, obs, oracle, info in _play(fam, env, _random_policy(fam)):
+    for active, obs, oracle, info in play(env, _random_policy(fam)):
         assert obs.shape == (12, fam.obs_dim) and obs.dtype == torch.float32 and torch.isfinite(obs).all()
         assert oracle.shape == (12,) and oracle.dtype == torch.int8
         assert set(oracle.tolist()) <= {1, -1}
@@ -100,7 +92,7 @@ def test_deterministic(name):
     for tasks in (a, rebuilt):
         env = fam.make_env(tasks, 2)
         first = env.reset()
-        logs.append([first] + [x for _, obs, oracle, info in _play(fam, env, _random_policy(fam, 3))
+        logs.append([first] + [x for _, obs, oracle, info in play(env, _random_policy(fam, 3))
                                for x in (obs, oracle, info)] + [env.success])
     assert all(torch.equal(x, y) for x, y in zip(*logs))
 
@@ -169,7 +161,7 @@ def test_scripted_success_falls_with_difficulty(name):
     for d in TIERS:
         env = fam.make_env(_tasks(fam, [d] * 200, seed=int(d * 100)), 4)
         env.reset()
-        _play(fam, env, _noisy_greedy(fam, EPS, seed=int(d * 100)))
+        play(env, _noisy_greedy(fam, EPS, seed=int(d * 100)))
         rates.append(float(env.success.float().mean()))
     assert all(a > b for a, b in itertools.pairwise(rates)), rates
     assert rates[0] > 0.3 and rates[-1] < rates[0] - 0.15, rates
@@ -235,7 +227,7 @@ def test_gridworld_goal_ends_episode_and_budget():
         shortest_path = layout(task).distance
         assert fam.describe(task)["budget"] == math.ceil(1.5 * shortest_path) + 4 == budget_for(shortest_path)
     steps = torch.zeros(env.n, dtype=torch.long)
-    for active, _, oracle, _ in _play(fam, env, lambda e: e.oracle_action()):
+    for active, _, oracle, _ in play(env, lambda e: e.oracle_action()):
         assert (oracle == 1).all()
         steps += active
     assert env.success.all() and not env.active.any()

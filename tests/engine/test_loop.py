@@ -10,7 +10,7 @@ from rla_engine import metrics
 from rla_engine.loop import embedded as embedded_mod
 from rla_engine.loop.trainer import Trainer
 from rla_engine.models.networks import judge_input
-from rla_engine.tasks import family_names
+from engine_support import cheap_families
 
 
 
@@ -22,7 +22,7 @@ def without_perf(m):
     return {k: v for k, v in m.items() if not metrics.is_machine_key(k)}
 
 
-@pytest.mark.parametrize("family", family_names("tensor"))
+@pytest.mark.parametrize("family", cheap_families("tensor"))
 def test_every_metric_key_is_produced_and_finite(family):
     tr = Trainer(tiny(family=family), torch.device("cpu"))
     seen = set()
@@ -194,7 +194,7 @@ def test_each_role_updates_with_its_own_ppo_settings(monkeypatch):
            [(3, 64, 0.3, 0.5), (1, 32, 0.1, 0.0)]
 
 
-@pytest.mark.parametrize("family", family_names("tensor"))
+@pytest.mark.parametrize("family", cheap_families("tensor"))
 def test_entropy_bonus_reaches_states_of_groups_without_advantage(family):
     """policy.entropy_coef = 0 is the paper's loss: with both bands empty nothing trains the policy.
     With a bonus, the same run raises the policy's entropy on the states it visited — the bonus does

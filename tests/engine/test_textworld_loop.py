@@ -9,7 +9,7 @@ from rla_engine.store import open_store
 from rla_engine.tasks.textworld_games import MANIFEST
 from rla_engine.vocabulary import EventKind
 
-from engine_support import killed_then_resumed, only_run, rla
+from engine_support import crash_the_second_game_start, killed_then_resumed, only_run, rla
 
 SETS = ["eval.every=2", "eval.tasks_per_tier=1", "rollout.rollouts_per_task=2", "rollout.tasks_per_iter=1",
         "task.pool_size=2"]
@@ -53,18 +53,9 @@ def test_a_game_that_crashes_ends_its_episode_with_an_event_and_the_run_goes_on(
 
     from rla_engine.config import build
     from rla_engine.loop.trainer import Trainer
-    from rla_engine.tasks import textworld_family
 
-    real_start = textworld_family.start_game
-    calls = {"n": 0}
-
-    def second_start_crashes(story, **infos):
-        # the first start reads the game's opening for the instruction; the second is an episode's
-        calls["n"] += 1
-        if calls["n"] == 2:
-            raise RuntimeError("the interpreter fell over")
-        return real_start(story, **infos)
-    monkeypatch.setattr(textworld_family, "start_game", second_start_crashes)
+    # the first start reads the game's opening for the instruction; the second is an episode's
+    crash_the_second_game_start(monkeypatch)
     trainer = Trainer(build(preset="textworld", sets=[*SETS, "env.strategy=fixed"], seed=3), torch.device("cpu"))
     first = trainer.step()
     crashed = [p for k, p in first.events if k == EventKind.EPISODE_CRASHED]
