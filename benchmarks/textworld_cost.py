@@ -1,7 +1,8 @@
 """What TextWorld games cost the textworld family: generating, compiling and checking a game (by
 quest length), building a batch of them in parallel workers against one at a time, finding a built
 game again in the games folder, and playing: an episode's start and its steps, through the family's
-own episode (command matching and observation text included).
+own episode (command matching and observation text included), and a step of textworld_commands'
+batched environment (the embedded policy's: the game's step and the command slots' features).
 
 Every game is built in a fresh temporary games folder, so nothing is cached from an earlier run.
 Run: .venv/bin/python benchmarks/textworld_cost.py [--per-length N] [--batch N] [--workers N]"""
@@ -18,6 +19,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from rla_engine.tasks.task import Task
+from rla_engine.tasks.textworld_commands import TextWorldCommands
 from rla_engine.tasks.textworld_family import TextWorldFamily
 from rla_engine.tasks.textworld_games import GameCache, build_into, start_game
 
@@ -44,7 +46,8 @@ def build_costs(per_length: int) -> list[tuple[int, float, float]]:
 
 
 def batch_costs(n: int, workers: int) -> tuple[float, float]:
-    """Seconds to build n games one at a time, then n others in `workers` processes."""
+    """Seconds to build n games one at a time, then n others by `workers` builders (this process
+    and workers − 1 others)."""
     wanted = [(settings(1 + k % 4), 2000 + k) for k in range(n)]
     with tempfile.TemporaryDirectory() as root:
         cache = GameCache(Path(root), workers=1)
@@ -92,7 +95,25 @@ def play_costs(rounds: int) -> dict[str, float]:
         out["start an episode (load + reset)"] = 1000 * statistics.median(starts)
         out["one step of the game"] = 1000 * statistics.median(steps)
         out["one turn of the family's episode"] = 1000 * statistics.median(turns)
+        out["one step of textworld_commands"] = commands_step_ms(root, task, rounds)
     return out
+
+
+def commands_step_ms(root: str, task: Task, rounds: int) -> float:
+    """Median milliseconds of one step of textworld_commands' batched environment (8 episodes of the
+    game, the walkthrough's command each: the game's step and every slot's features)."""
+    family = TextWorldCommands()
+    family.use_games(Path(root), workers=1)
+    task = Task(family.name, task.params, task.seed)
+    steps = []
+    for _ in range(rounds):
+        env = family.make_env([task], 8)
+        env.reset()
+        while env.active.any():
+            t0 = time.perf_counter()
+            env.step(env.oracle_action())
+            steps.append((time.perf_counter() - t0) / env.n)
+    return 1000 * statistics.median(steps)
 
 
 def main() -> None:
@@ -109,11 +130,11 @@ def main() -> None:
         s = settings(length)
         print(f"  {length:5d}  {s['world_size']:5d}  {s['nb_objects']:7d}  {median:8.2f}  {spread:8.2f}")
     serial, parallel = batch_costs(a.batch, a.workers)
-    print(f"\n{a.batch} games one at a time: {serial:.1f} s; in {a.workers} workers: {parallel:.1f} s "
+    print(f"\n{a.batch} games one at a time: {serial:.1f} s; by {a.workers} builders: {parallel:.1f} s "
           f"({serial / parallel:.2f}× faster)")
     print("\nplaying (median ms):")
     for what, ms in play_costs(a.rounds).items():
-        print(f"  {what:36s} {ms:8.2f}")
+        print(f"  {what:40s} {ms:8.2f}")
 
 
 if __name__ == "__main__":

@@ -15,7 +15,8 @@ Where the parts come from:
   fresh process. So do the console over SSH's journey and fault cases, and the report layout.
 - The rest by folder, and the engine's and the console's tests by file name, into parts of two or
   three minutes: the last part to start decides when the suite ends, so none is much longer than
-  the others. Ray, the language-model loop and the sandbox are a part of their own.
+  the others. Ray is a part of its own (its cluster's processes), and so are the language-model
+  loop and the sandbox.
 - Seconds are from measured runs of the whole suite, three at once (2026-12), used only to start the
   longest first.
 """
@@ -35,9 +36,9 @@ ROOT = Path(__file__).resolve().parents[1]
 # with the journeys' reasons for a fresh process (below), in one of their own
 FRESH = ["tests/report/test_report_layout.py", "tests/remote/test_remote_console.py",
          "tests/remote/test_remote_faults.py"]
-ENGINE_APART = ("tests/engine/test_ray.py", "tests/engine/test_ray_unreachable.py", "tests/engine/test_llm_loop.py",
-                "tests/engine/test_sandbox_hostile.py", "tests/engine/test_sandbox_basics.py",
-                "tests/engine/test_sandbox_cli.py")
+RAY = ("tests/engine/test_ray.py", "tests/engine/test_ray_unreachable.py")
+ENGINE_APART = (*RAY, "tests/engine/test_llm_loop.py", "tests/engine/test_sandbox_hostile.py",
+                "tests/engine/test_sandbox_basics.py", "tests/engine/test_sandbox_cli.py")
 COUNTS = re.compile(r"(\d+) (passed|failed|skipped|xfailed|xpassed|errors?)\b")
 
 
@@ -50,7 +51,7 @@ def files(folder: str, start: str, stop: str, apart: tuple[str, ...] = ()) -> li
 def parts() -> list[tuple[str, float, list[str]]]:
     """(name, seconds it took once, paths), longest first."""
     return sorted([
-        ("journeys", 143, ["tests/journeys"]),
+        ("journeys", 165, ["tests/journeys"]),
         ("the console over SSH's journey and faults, the report layout", 96, FRESH),
         ("console a-h", 204, files("tests/gui", "a", "i")),
         ("console i-z", 143, files("tests/gui", "i", "~")),
@@ -59,7 +60,8 @@ def parts() -> list[tuple[str, float, list[str]]]:
         ("engine d-k", 80, files("tests/engine", "d", "l", ENGINE_APART)),
         ("engine l-r", 186, files("tests/engine", "l", "s", ENGINE_APART)),
         ("engine s-z, TextWorld", 130, files("tests/engine", "s", "~", ENGINE_APART)),
-        ("ray, language-model loop, sandbox", 200, list(ENGINE_APART)),
+        ("ray", 150, list(RAY)),
+        ("language-model loop, sandbox", 90, [m for m in ENGINE_APART if m not in RAY]),
         ("remote", 68, ["tests/remote", *(f"--ignore={m}" for m in FRESH if m.startswith("tests/remote"))]),
         ("report", 82, ["tests/report", *(f"--ignore={m}" for m in FRESH if m.startswith("tests/report"))]),
         ("store, faults", 55, ["tests/store", "tests/faults"]),

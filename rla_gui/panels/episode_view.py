@@ -96,6 +96,14 @@ def caption(payload: dict) -> str:
     return "  ·  ".join(parts)
 
 
+def tooltip_text(payload: dict) -> str:
+    """The caption, and a text game's whole transcript (the panel may show only its first turns)."""
+    lines = [caption(payload)]
+    for step in payload.get("transcript") or []:
+        lines += [f"> {step['command']}", f"   {step['answer']}"]
+    return "\n".join(lines)
+
+
 def _caption_rect(p: QPainter, rect: QRectF, payload: dict, pal: QPalette) -> QRectF:
     """Draw the caption line at the top; return what is left below it."""
     h = max(14.0, min(24.0, rect.height() * 0.07))
@@ -360,7 +368,7 @@ class EpisodeViewPanel(QWidget):
         self.legend.setText(legend or "")
         self.legend.setVisible(legend is not None)
         try:
-            set_tooltip(self, caption(self._payload) if self._payload else "")    # the payload's text as written
+            set_tooltip(self, tooltip_text(self._payload) if self._payload else "")    # the payload's text as written
         except (AttributeError, TypeError, ValueError):
             self.setToolTip("")   # paintEvent says the payload is unreadable
         self.update()

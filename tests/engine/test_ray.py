@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import copy
 import os
+from pathlib import Path
 import random
 import signal
 import subprocess
@@ -260,26 +261,30 @@ def test_a_coding_run_on_ray_gives_the_local_runs_metrics(cluster, monkeypatch, 
 
 
 def test_a_textworld_run_on_ray_gives_the_local_runs_metrics(cluster, monkeypatch, tmp_path_factory):
-    """Real TextWorld games played by the cluster's workers, which are told the engine's games
-    folder (the games the driver built are the ones they play): what the local run gives."""
+    """Real TextWorld games played by the cluster's workers, which are handed the engine's games
+    folder (the games the driver built are the ones they play): what the local run gives. The
+    embedded policy plays them (textworld_commands): the games folder is the family's, whichever
+    backend plays, and the language models' workers are the llm-tiny test's."""
+    # the cluster's processes started with the session's games folder (tests/conftest.py): a worker
+    # not handed the engine's would build its games there, or in the user's cache without it
+    started_with = Path(os.environ["RLA_GAMES_DIR"])
     games = tmp_path_factory.getbasetemp() / "ray-games"
     monkeypatch.setenv("RLA_GAMES_DIR", str(games))
-    monkeypatch.setenv("RLA_MODEL_CACHE", str(tmp_path_factory.getbasetemp() / "models"))
     # no evaluation within the two iterations: the held-out games play as the training ones do
     sets = [FIXED, "eval.every=100", "eval.tasks_per_tier=1", "rollout.rollouts_per_task=2", "task.pool_size=2",
-            "rollout.tasks_per_iter=1"]
-    local, _ = metrics_of(Trainer(build(preset="textworld", sets=sets, seed=3), torch.device("cpu")), 2)
+            "rollout.tasks_per_iter=2"]
+    local, _ = metrics_of(Trainer(build(preset="textworld-commands", sets=sets, seed=3), torch.device("cpu")), 2)
     built = sorted(p.name for p in games.iterdir())
-    # a worker that was not told the folder would build its games in the user's cache instead
     monkeypatch.delenv("RLA_GAMES_DIR")
-    elsewhere = games_dir()
+    elsewhere = [started_with, games_dir()]
     monkeypatch.setenv("RLA_GAMES_DIR", str(games))
-    before = sorted(os.listdir(elsewhere)) if elsewhere.is_dir() else []
-    remote_trainer = Trainer(build(preset="textworld", sets=[*sets, "executor.kind=ray"], seed=3), torch.device("cpu"))
+    before = [sorted(os.listdir(d)) if d.is_dir() else [] for d in elsewhere]
+    remote_trainer = Trainer(build(preset="textworld-commands", sets=[*sets, "executor.kind=ray"], seed=3),
+                             torch.device("cpu"))
     try:
         remote, _events = metrics_of(remote_trainer, 2)
     finally:
         remote_trainer.close()
     assert remote == local
     assert sorted(p.name for p in games.iterdir()) == built      # the workers built nothing of their own
-    assert (sorted(os.listdir(elsewhere)) if elsewhere.is_dir() else []) == before
+    assert [sorted(os.listdir(d)) if d.is_dir() else [] for d in elsewhere] == before

@@ -2,7 +2,7 @@
 pick one of the game's admissible commands per turn from each command's features
 (rla_engine/tasks/textworld_commands.py). The tensor families' contract at a size real games allow
 (test_families.py draws thousands of tasks), the slots and their features, the policy that scores
-every slot alike, a crash, and a real `rla run` whose episode the console can show as a transcript."""
+every slot alike, and a crash (test_textworld_loop.py: `rla run`, its transcripts, a kill and a resume)."""
 import numpy as np
 import pytest
 import torch
@@ -12,7 +12,7 @@ from rla_engine.tasks import load_family
 from rla_engine.tasks import textworld_commands as tc
 from rla_engine.vocabulary import EventKind
 
-from engine_support import crash_the_second_game_start, only_run, play, rla
+from engine_support import crash_the_second_game_start, play
 
 FAMILY = load_family("textworld_commands")
 
@@ -122,20 +122,3 @@ def test_a_game_that_crashes_ends_its_episode_with_an_event_and_the_run_goes_on(
     assert len(crashed) == 1 and crashed[0]["step"] == 0 and "interpreter" in crashed[0]["error"]
     second = trainer.step()
     assert second.iteration == 2 and not [k for k, _ in second.events if k == EventKind.EPISODE_CRASHED]
-
-
-def test_rla_run_plays_real_games_and_stores_an_episode_with_its_transcript(tmp_path):
-    sets = ["task.pool_size=4", "rollout.tasks_per_iter=4", "eval.every=2", "eval.tasks_per_tier=2"]
-    res = rla("run", "--preset", "textworld-commands", "--iterations", "2", "--seed", "2",
-              *(a for s in sets for a in ("--set", s)), db=tmp_path / "a.db", timeout=300)
-    assert res.returncode == 0, res.stderr
-    from rla_engine.store import open_store
-    store = open_store(tmp_path / "a.db")
-    run = only_run(store)
-    assert run["status"] == "completed" and (tmp_path / "games").is_dir()
-    episodes = [e["payload"] for e in store.events(run["id"]) if e["kind"] == EventKind.EPISODE]
-    assert len(episodes) == 2
-    for ep in episodes:
-        assert ep["family"] == "textworld_commands" and ep["task"]["plan"]
-        assert len(ep["transcript"]) == len(ep["verdicts"]) == len(ep["oracle"]) >= 1
-        assert ep["success"] == (ep["transcript"][-1]["answer"] == "You won.")

@@ -1,7 +1,7 @@
-"""`rla run --preset textworld` end to end on real TextWorld games: the games are built once into
-the database's games folder and shared by its runs, every trajectory is a real game's transcript
-with the game's own oracle labels, and a run killed after an iteration and resumed stores exactly
-what an uninterrupted one does."""
+"""`rla run` end to end on real TextWorld games: the games are built once into the database's games
+folder and shared by its runs; a language model's trajectories are real games' transcripts with the
+games' own oracle labels; the embedded policy's episodes are stored with their transcripts; and a
+run killed after an iteration and resumed stores exactly what an uninterrupted one does."""
 import json
 
 from rla_engine import metrics
@@ -13,23 +13,21 @@ from engine_support import crash_the_second_game_start, killed_then_resumed, onl
 
 SETS = ["eval.every=2", "eval.tasks_per_tier=1", "rollout.rollouts_per_task=2", "rollout.tasks_per_iter=1",
         "task.pool_size=2"]
-ARGS = ["--preset", "textworld", "--iterations", "2", "--seed", "3", *(a for s in SETS for a in ("--set", s))]
+ARGS = ["--preset", "textworld-commands", "--iterations", "2", "--seed", "3",
+        *(a for s in [*SETS, "rollout.tasks_per_iter=2"] for a in ("--set", s))]
 
 
 def comparable(by_iteration):
     return {it: {k: v for k, v in m.items() if not metrics.is_machine_key(k)} for it, m in by_iteration.items()}
 
 
-def test_a_textworld_run_plays_real_games_and_resumes_exactly_after_a_kill(tmp_path):
-    straight = rla("run", *ARGS, db=tmp_path / "a.db", timeout=300)
-    assert straight.returncode == 0, straight.stderr
+def test_a_language_model_plays_real_games_through_rla_run(tmp_path):
+    res = rla("run", "--preset", "textworld", "--iterations", "1", "--seed", "3",
+              *(a for s in SETS for a in ("--set", s)), db=tmp_path / "a.db", timeout=300)
+    assert res.returncode == 0, res.stderr
     store = open_store(tmp_path / "a.db")
     run = only_run(store)
-    by_it = store.metrics_by_iteration(run["id"])
-    assert sorted(by_it) == [1, 2]
-    games = sorted(p for p in (tmp_path / "games").iterdir())
-    assert games and all((g / MANIFEST).is_file() for g in games)
-
+    assert run["status"] == "completed"
     events = store.events(run["id"])
     assert not [e for e in events if e["kind"] == EventKind.EPISODE_CRASHED]
     trajectories = [t for e in events if e["kind"] == EventKind.SAMPLES for t in e["payload"]["trajectories"]]
@@ -41,6 +39,24 @@ def test_a_textworld_run_plays_real_games_and_resumes_exactly_after_a_kill(tmp_p
         assert t["success"] == t["turns"][-1]["observation"].endswith("You won.")
     tasks = store.tasks(run["id"])
     assert tasks and all(json.loads(r["params_json"])["params"]["challenge"] == "custom" for r in tasks)
+    assert any((g / MANIFEST).is_file() for g in (tmp_path / "games").iterdir())
+
+
+def test_a_textworld_run_stores_its_transcripts_and_resumes_exactly_after_a_kill(tmp_path):
+    straight = rla("run", *ARGS, db=tmp_path / "a.db", timeout=300)
+    assert straight.returncode == 0, straight.stderr
+    store = open_store(tmp_path / "a.db")
+    run = only_run(store)
+    by_it = store.metrics_by_iteration(run["id"])
+    assert sorted(by_it) == [1, 2]
+    games = sorted(p for p in (tmp_path / "games").iterdir())
+    assert games and all((g / MANIFEST).is_file() for g in games)
+    episodes = [e["payload"] for e in store.events(run["id"]) if e["kind"] == EventKind.EPISODE]
+    assert len(episodes) == 2
+    for ep in episodes:
+        assert ep["family"] == "textworld_commands" and ep["task"]["plan"]
+        assert len(ep["transcript"]) == len(ep["verdicts"]) == len(ep["oracle"]) >= 1
+        assert ep["success"] == (ep["transcript"][-1]["answer"] == "You won.")
 
     db = tmp_path / "b.db"             # beside a.db: the same games folder, nothing built again
     before = {g.name: (g / MANIFEST).stat().st_mtime_ns for g in games}
