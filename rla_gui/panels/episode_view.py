@@ -248,39 +248,42 @@ def _chips(p: QPainter, x: float, y: float, line_h: float, votes: list, label: i
 
 
 def paint_transcript(p: QPainter, rect: QRectF, payload: dict, pal: QPalette) -> None:
-    """A text game's episode (textworld_commands): a line per turn, the command played, its verdict
-    chips and the oracle's label, then the game's answer (faint, cut to the width); the goal above."""
+    """A text game's episode (textworld_commands): the goal, then two lines a turn: the command
+    played with its verdict chips and the oracle's label, and under it the game's answer (faint, cut
+    to the width). A panel too short for every turn shows the first ones (the tooltip has them all)."""
     steps = list(payload["transcript"])
     verdicts, oracle = payload.get("verdicts") or [], payload.get("oracle") or []
     area = _caption_rect(p, rect, payload, pal)
     goal = str((payload.get("task") or {}).get("goal") or "")
-    rows = len(steps) + (1 if goal else 0)
-    line_h = max(8.0, min(26.0, area.height() / max(rows, 1)))
+    rows = 2 * len(steps) + (1 if goal else 0)
+    line_h = max(12.0, min(22.0, area.height() / max(rows, 1)))
     font = QFont(p.font())
-    font.setPixelSize(max(8, int(line_h * 0.6)))
+    font.setPixelSize(max(8, min(13, int(line_h * 0.62))))
     p.setFont(font)
     fm = p.fontMetrics()
     text_color = pal.color(QPalette.ColorRole.Text)
+    width = int(area.width())
+
+    def line(y: float, text: str, color: QColor, x: float = area.left()) -> None:
+        p.setPen(color)
+        room = max(0, int(area.right() - x))
+        p.drawText(QRectF(x, y, room, line_h), Qt.AlignmentFlag.AlignVCenter,
+                   fm.elidedText(text, Qt.TextElideMode.ElideRight, room))
+
     y = area.top()
     if goal:
-        p.setPen(_faint(text_color))
-        p.drawText(QRectF(area.left(), y, area.width(), line_h), Qt.AlignmentFlag.AlignVCenter,
-                   fm.elidedText(f"goal: {goal}", Qt.TextElideMode.ElideRight, int(area.width())))
+        line(y, f"goal: {goal}", _faint(text_color))
         y += line_h
-    commands = [f"> {step['command']}" for step in steps]
-    text_w = min(max((fm.horizontalAdvance(c) for c in commands), default=0) + line_h, area.width() * 0.45)
-    for i, command in enumerate(commands):
-        if y + line_h > area.bottom() + 0.5:
-            break           # a short panel shows the first turns; the tooltip and the report have them all
-        p.setPen(text_color)
-        p.drawText(QRectF(area.left(), y, text_w, line_h), Qt.AlignmentFlag.AlignVCenter,
-                   fm.elidedText(command, Qt.TextElideMode.ElideRight, int(text_w - line_h * 0.5)))
-        x = _chips(p, area.left() + text_w, y, line_h, verdicts[i] if i < len(verdicts) else [],
-                   oracle[i] if i < len(oracle) else None) + line_h * 1.4
-        p.setPen(_faint(text_color))
-        p.drawText(QRectF(x, y, max(0.0, area.right() - x), line_h), Qt.AlignmentFlag.AlignVCenter,
-                   fm.elidedText(str(steps[i]["answer"]), Qt.TextElideMode.ElideRight, int(max(0.0, area.right() - x))))
-        y += line_h
+    chips_w = max((len(v) for v in verdicts), default=0) * (line_h * 0.6 + 3) + line_h * 1.4
+    for i, step in enumerate(steps):
+        if y + 2 * line_h > area.bottom() + 0.5:
+            break
+        command_w = min(fm.horizontalAdvance(f"> {step['command']}") + line_h * 0.5, max(0.0, width - chips_w))
+        line(y, f"> {step['command']}", text_color)
+        _chips(p, area.left() + command_w, y, line_h, verdicts[i] if i < len(verdicts) else [],
+               oracle[i] if i < len(oracle) else None)
+        line(y + line_h, str(step["answer"]), _faint(text_color), area.left() + line_h * 0.8)
+        y += 2 * line_h
 
 
 # keyrooms draws as a gridworld whose rows also mark doors "D" and keys "k"
@@ -308,9 +311,9 @@ LEGENDS: dict[str, str] = {
     "arithmetic": "chips, one per judge sample: " + _legend(*VERDICT_ENTRIES)
                   + "<br>✓ / ✗ the oracle's label of the step (the judge never sees it) · (n), faint: the digit a "
                     "right step would have written",
-    "textworld_commands": "a line per turn: the command played, its chips, one per judge sample: "
+    "textworld_commands": "each turn: the command played, its chips, one per judge sample: "
                           + _legend(*VERDICT_ENTRIES) + "<br>✓ / ✗ the oracle's label of the step (the judge never "
-                          "sees it), then the game's answer",
+                          "sees it); under it, the game's answer",
 }
 LEGEND_TIP = ("<p>Each step is judged m times (judge.m); a path segment's colour is the mean of its readable "
               "verdicts, from red (all −1) through the blends between to green (all +1). A verdict of 0 (no "
