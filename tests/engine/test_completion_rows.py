@@ -30,7 +30,7 @@ def line_steps(family: str, *sets: str):
     cfg = build(preset="llm-tiny", sets=[f"task.family={family}", "policy.max_new_tokens=16", "task.dataset_high=0.0",
                                          *sets])
     tr = Trainer(cfg, torch.device("cpu"))
-    tasks = [tr.pool.active[s].task for s in range(2)]
+    tasks = [tr.pool.active[0].task]     # one task's two rollouts: completions of several steps, shared prompts
     episodes = tr.backend.collect(tasks, 2)
     contexts, targets = [], []
     for step in (s for row in episodes.steps for s in row):

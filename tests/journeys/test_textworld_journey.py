@@ -12,11 +12,11 @@ def test_a_textworld_run_from_the_form_shows_its_games_transcript_and_reports_it
     me = Person(win, qtbot)
 
     async def journey():
-        # 1. the preset chosen in the form, three iterations and a smaller pool, started
+        # 1. the preset chosen in the form, two iterations and a smaller pool, started
         win.show_new_run()
         me.choose_preset("textworld-commands")
-        for key, value in (("run.iterations", "3"), ("task.pool_size", "4"), ("rollout.tasks_per_iter", "4"),
-                           ("eval.tasks_per_tier", "2")):
+        for key, value in (("run.iterations", "2"), ("task.pool_size", "4"), ("rollout.tasks_per_iter", "4"),
+                           ("eval.tasks_per_tier", "1")):
             me.fill(key, value)
         me.type_into(win.run_form.name_edit, "games")
         me.click("Start")
