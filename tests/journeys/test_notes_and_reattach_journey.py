@@ -1,9 +1,10 @@
 """Working beside a live run: notes, tags and search while it trains, then the console closed
 with "let it run on" and opened again — it finds the run still live and can stop it."""
-from person import Key, Person, close_console, open_console, until
+from person import TINY, Key, Person, close_console, open_console, rla, until
 
 
 def test_notes_tags_and_search_while_live_then_close_and_reattach(qtbot, tmp_path, drive):
+    rla(tmp_path / "h.db", "run", *TINY, "--iterations", "2", "--name", "short run")    # to search among
     win = open_console(qtbot, tmp_path)
     win.ask_close_choice = lambda run_id: "detach"       # "Let it run on"
     me = Person(win, qtbot)
@@ -13,8 +14,8 @@ def test_notes_tags_and_search_while_live_then_close_and_reattach(qtbot, tmp_pat
         # 1. a long run started from the form, seen live
         me.new_run("notes run", 20000)
         await until(lambda: me.state() == "notes run — running", 60, "running")
-        # 2. a second, short one beside it, to search among
-        await until(lambda: me.history_row("notes run"), 10, "listed")
+        # 2. listed beside the short run made before from a terminal, to search among
+        await until(lambda: me.history_row("notes run") and me.history_row("short run"), 10, "both listed")
         # 3. the live run selected in History, notes typed, tags typed, saved
         win.history_dock.raise_()
         me.select_runs("notes run")
@@ -34,9 +35,10 @@ def test_notes_tags_and_search_while_live_then_close_and_reattach(qtbot, tmp_pat
         # 7. a word that is nowhere finds nothing
         me.type_into(h.filter, "zebra")
         await until(lambda: me.history() == [], 10, "nothing found")
-        # 8. cleared: the run again, still running
+        # 8. cleared: both runs again, the live one still running
         h.filter.clear()
         await until(lambda: (me.history_row("notes run") or {}).get("status") == "running", 10, "listed again")
+        assert sorted(r["name"] for r in me.history()) == ["notes run", "short run"]
         # 9. selected again, its saved notes are shown; Space pauses it meanwhile
         me.select_runs("notes run")
         await until(lambda: h.notes.toPlainText() == "lr looks too high after the override", 10, "the saved notes")
