@@ -89,6 +89,16 @@ def metrics_of(trainer: Trainer, n: int) -> tuple[list[dict], list]:
     return values, events
 
 
+def run_of(preset: str, sets: list[str], n: int, ray_executor: bool = False) -> tuple[list[dict], list]:
+    """metrics_of a seed-3 run of the preset, here or (ray_executor) on the cluster, closed after."""
+    trainer = Trainer(build(preset=preset, sets=[*sets, *(["executor.kind=ray"] if ray_executor else [])], seed=3),
+                      torch.device("cpu"))
+    try:
+        return metrics_of(trainer, n)
+    finally:
+        trainer.close()
+
+
 @pytest.fixture(scope="module")
 def one_each(cluster):
     """A Ray trainer with one worker per role (environment model included), built once."""
@@ -249,13 +259,8 @@ def test_a_coding_run_on_ray_gives_the_local_runs_metrics(cluster, monkeypatch, 
     the run's generator)."""
     monkeypatch.setenv("RLA_MODEL_CACHE", str(tmp_path_factory.getbasetemp() / "models"))
     sets = ["policy.source=scripted", "judge.source=oracle", FIXED, "eval.every=2"]
-    local, _ = metrics_of(Trainer(build(preset="llm-code-tiny", sets=sets, seed=3), torch.device("cpu")), 2)
-    remote_trainer = Trainer(build(preset="llm-code-tiny", sets=[*sets, "executor.kind=ray"], seed=3),
-                             torch.device("cpu"))
-    try:
-        remote, events = metrics_of(remote_trainer, 2)
-    finally:
-        remote_trainer.close()
+    local, _ = run_of("llm-code-tiny", sets, 2)
+    remote, events = run_of("llm-code-tiny", sets, 2, ray_executor=True)
     assert remote == local
     assert any(k == EventKind.SANDBOX for k, _ in events)
 
@@ -273,18 +278,13 @@ def test_a_textworld_run_on_ray_gives_the_local_runs_metrics(cluster, monkeypatc
     # one iteration (the other tests hold Ray's runs to the local ones over several), no evaluation
     sets = [FIXED, "eval.every=100", "eval.tasks_per_tier=1", "rollout.rollouts_per_task=2", "task.pool_size=2",
             "rollout.tasks_per_iter=2"]
-    local, _ = metrics_of(Trainer(build(preset="textworld-commands", sets=sets, seed=3), torch.device("cpu")), 1)
+    local, _ = run_of("textworld-commands", sets, 1)
     built = sorted(p.name for p in games.iterdir())
     monkeypatch.delenv("RLA_GAMES_DIR")
     elsewhere = [started_with, games_dir()]
     monkeypatch.setenv("RLA_GAMES_DIR", str(games))
     before = [sorted(os.listdir(d)) if d.is_dir() else [] for d in elsewhere]
-    remote_trainer = Trainer(build(preset="textworld-commands", sets=[*sets, "executor.kind=ray"], seed=3),
-                             torch.device("cpu"))
-    try:
-        remote, _events = metrics_of(remote_trainer, 1)
-    finally:
-        remote_trainer.close()
+    remote, _events = run_of("textworld-commands", sets, 1, ray_executor=True)
     assert remote == local
     assert sorted(p.name for p in games.iterdir()) == built      # the workers built nothing of their own
     assert [sorted(os.listdir(d)) if d.is_dir() else [] for d in elsewhere] == before
