@@ -308,13 +308,21 @@ def _stamp(row: Mapping[str, Any]) -> tuple:
 
 # -- filtering by a column ----------------------------------------------------------------------
 _CONDITION = re.compile(r"(.+?)(<=|>=|!=|=|<|>)(.*)\Z", re.S)
+# a word of the filter box: quotes keep spaces inside one word (`name="short run"`); a quote that is
+# never closed is a plain character (`it's`)
+_WORD = re.compile(r"""(?:[^\s"']+|"[^"]*"|'[^']*'|["'])+""")
 _COMPARE: dict[str, Callable[[Any, Any], bool]] = {
     "=": operator.eq, "!=": operator.ne, "<": operator.lt, ">": operator.gt, "<=": operator.le, ">=": operator.ge}
 
 
 @dataclass(frozen=True)
 class Condition:
-    """`title<op>value` typed in the history's filter box, e.g. `policy.lam=0.5`, `final:eval/success_rate>0.3`."""
+    """`title<op>value` typed in the history's filter box, e.g. `policy.lam=0.5`, `final:eval/success_rate>0.3`.
+
+    A run that lacks the column's value (None, NaN) matches only `!=`: "not 0.5" includes a run
+    that never set it. A finite number against a value that reads as a number compares as numbers
+    (`iter>9` holds for 10), and only a number is above or below one (`lam>0.5` leaves out "auto" and
+    a switch); anything else compares the cell's text as History shows it, ignoring case."""
     column: Column
     op: str
     wanted: str
@@ -324,8 +332,12 @@ class Condition:
         if missing(v):
             return self.op == "!="
         a, b = number(v), _float(self.wanted)
-        if a is not None and b is not None and not isinstance(v, bool):
+        if isinstance(v, bool):
+            a = None
+        if a is not None and b is not None:
             return _COMPARE[self.op](a, b)
+        if b is not None and self.op not in ("=", "!="):
+            return False        # `lam>0.5` is about numbers: "auto" is not above it
         return _COMPARE[self.op](value_text(self.column, v).casefold(), self.wanted.casefold())
 
 
@@ -336,17 +348,40 @@ def _float(text: str) -> float | None:
         return None
 
 
+def _unquoted(text: str) -> str:
+    """Each quoted stretch of a word without its quotes: `"short run"` → `short run`."""
+    return re.sub(r""""([^"]*)"|'([^']*)'""", lambda m: m.group(1) if m.group(1) is not None else m.group(2), text)
+
+
 def parse_filter(text: str, columns: Iterable[Column]) -> tuple[str, list[Condition]]:
     """The filter box's text: words that name a column with a comparison become conditions (all
-    must hold); the rest is searched for as before. A column is named by its title (`arm=full`)
-    or by its id as Columns… lists it (`run:arm=full`, `config:policy.lam=0.5`)."""
+    must hold); the rest, unquoted, is the text searched for. A column is named by its title
+    (`arm=full`) or by its id as Columns… lists it (`run:arm=full`, `config:policy.lam=0.5`)."""
     columns = list(columns)
     titles = {c.id.casefold(): c for c in columns} | {c.title.casefold(): c for c in columns}
     words, conditions = [], []
-    for word in text.split():
+    for word in _WORD.findall(text):
         m = _CONDITION.match(word)
-        if m and m.group(1).casefold() in titles:
-            conditions.append(Condition(titles[m.group(1).casefold()], m.group(2), m.group(3)))
+        if m and _unquoted(m.group(1)).casefold() in titles:
+            column = titles[_unquoted(m.group(1)).casefold()]
+            conditions.append(Condition(column, m.group(2), _unquoted(m.group(3))))
         else:
-            words.append(word)
-    return (text if not conditions else " ".join(words)), conditions
+            words.append(_unquoted(word))
+    return " ".join(words), conditions
+
+
+SEARCHED_FIELDS = ("name", "status", "preset", "id", "notes", "tags")
+
+
+def accepts(row: Mapping[str, Any], search: str, conditions: Iterable[Condition], columns: Iterable[Column]) -> bool:
+    """Whether History shows `row` for a filter parsed by `parse_filter`: every condition holds, and
+    the searched text (ignoring case) is part of the run's name, status, preset, id, notes, tags or
+    a chosen column's cell."""
+    if not all(c.holds(row) for c in conditions):
+        return False
+    search = search.strip().casefold()
+    if not search:
+        return True
+    chosen = (value_text(c, c.value(row)) for c in columns if c.kind != FIELD)
+    hay = " ".join([*(str(row.get(k) or "") for k in SEARCHED_FIELDS), *chosen]).casefold()
+    return search in hay

@@ -13,8 +13,8 @@ from rla_engine.vocabulary import DAMAGED, Status
 
 from ..guard import guarded, resetting
 from ..model import run_columns
-from ..model.run_columns import (FIELD, FIXED, Column, Condition, missing, number, ordered, parse_filter,
-                                 value_text)
+from ..model.run_columns import (FIELD, FIXED, Column, Condition, accepts, missing, number, ordered,
+                                 parse_filter, value_text)
 
 COLUMNS = [(c.title, c.key) for c in FIXED]       # (header, field of the summary row): the fixed columns
 STATUS_COLOURS = {Status.RUNNING: "#2ca02c", Status.PAUSED: "#ff7f0e", Status.CRASHED: "#d62728",
@@ -239,7 +239,7 @@ class RunsFilter(QtCore.QSortFilterProxyModel):
     @guarded()
     def set_text(self, text: str) -> None:
         words, conditions = parse_filter(text, self._columns())
-        self._change(raw=text, text=words.strip().lower(), conditions=conditions)
+        self._change(raw=text, text=words, conditions=conditions)
 
     def reparse(self) -> None:
         """The columns changed: a word may name one now (or no longer)."""
@@ -257,14 +257,9 @@ class RunsFilter(QtCore.QSortFilterProxyModel):
         return model.columns if isinstance(model, RunsModel) else list(FIXED)
 
     def accepts(self, rec: dict) -> bool:
-        if not all(c.holds(rec) for c in self.conditions):
-            return False
-        if not self.text or rec["id"] in self.extra_ids:
-            return True
-        chosen = (value_text(c, c.value(rec)) for c in self._columns() if c.kind != FIELD)
-        hay = " ".join([*(str(rec.get(k) or "") for k in ("name", "status", "preset", "id", "notes", "tags")),
-                        *chosen]).lower()
-        return self.text in hay
+        # a run chosen by hand (extra_ids) stays in view whatever the searched text
+        text = "" if rec["id"] in self.extra_ids else self.text
+        return accepts(rec, text, self.conditions, self._columns())
 
     @guarded(True)      # a row whose test fails is shown, not hidden
     def filterAcceptsRow(self, row: int, parent) -> bool:
