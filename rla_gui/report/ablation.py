@@ -25,7 +25,7 @@ from PySide6 import QtCore
 
 from rla_engine import metrics
 from rla_engine.ablation.arms import ARMS, DIAGNOSTIC_ARMS, arm_of
-from rla_engine.export.files import OutputError, write_atomic_many
+from rla_engine.export.files import OutputError, check_outputs, write_atomic_many
 from rla_engine.store import StoreError, open_store
 
 from ..model.panel_spec import PALETTE
@@ -136,12 +136,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", required=True, help="prefix: PREFIX.curves.png and PREFIX.theory.png")
     p.add_argument("--force", action="store_true", help="replace existing files")
     a = p.parse_args(argv)
-    try:
+    paths = [Path(f"{a.out}.{suffix}.png") for suffix in ("curves", "theory")]
+    try:     # a refused target costs no drawing: checked again when written (a name may appear meanwhile)
+        check_outputs(paths, a.force)
         charts = group_figures(Path(a.db), a.group)
-    except StoreError as e:
+    except (StoreError, OutputError) as e:
         print(f"rla-ablation-figures: {e}", file=sys.stderr)
         return 2
-    paths = [Path(f"{a.out}.{suffix}.png") for suffix in ("curves", "theory")]
     try:     # export's rules: regular files only, never through a link, 0600, replaced only if forced
         write_atomic_many({path: chart.png for path, chart in zip(paths, charts)}, a.force)
     except OutputError as e:
