@@ -11,7 +11,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-import sqlite_utils
+from .sqlite_lib import sqlite_utils
 
 from .schema import StoreError, connect, database_id, expand, signed_checkpoints_since, write_transaction
 

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 from collections.abc import Iterator
 
-import sqlite_utils
+from .sqlite_lib import sqlite_utils
 
 from ..paths import PRIVATE_FILE, make_private_dir
 from ..vocabulary import TASK_COLUMNS, TaskRow

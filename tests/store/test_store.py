@@ -611,3 +611,12 @@ def test_non_finite_payloads_are_stored_as_strict_json(store, tmp_db):
         _json.loads(text, parse_constant=lambda tok: (_ for _ in ()).throw(ValueError(tok)))
     assert store.pending_commands(run)[0]["payload"] == {"value": "nan"}
     assert store.command(cmd)["applied_at"] is None
+
+
+def test_the_store_does_not_import_pandas_where_it_is_installed():
+    """sqlite_utils imports pandas when it can (0.3 s in every `rla` process): the store hides it,
+    and a later `import pandas` still works."""
+    script = ("import sys\nimport rla_engine.store, rla_engine.cli\nassert 'pandas' not in sys.modules\n"
+              "import pandas\nprint(pandas.DataFrame({'a': [1]}).shape)\n")
+    res = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert res.returncode == 0 and res.stdout.strip() == "(1, 1)", res.stderr
