@@ -28,8 +28,9 @@ from rla_engine.store import open_store
 from rla_engine.export import ExportInputError, files, output_paths
 from rla_gui import report
 
+from plain_user import IS_ROOT, NOBODY, as_plain_user, needs_a_plain_user
+
 RUN = "files-test-run"
-IS_ROOT = hasattr(os, "geteuid") and os.geteuid() == 0
 DEV_FULL = Path("/dev/full")
 DEV_NULL = Path("/dev/null")
 
@@ -239,44 +240,58 @@ def test_proc_is_not_writable_exit_2(db):
     refused(export(db, "json", "/proc/self/rla-export-test.json"), "/proc/self/rla-export-test.json")
 
 
-@pytest.mark.skipif(IS_ROOT, reason="root may write in a read-only folder")
+def export_as_plain_user(db: Path, fmt: str, out, *extra: str) -> subprocess.CompletedProcess:
+    return subprocess.run(as_plain_user(export_cmd(db, fmt, out, *extra)), capture_output=True, text=True,
+                          timeout=120, env={**os.environ, "QT_QPA_PLATFORM": "offscreen"})
+
+
+def someone_elses_folder(prefix: str, mode: int = 0o755) -> Path:
+    """A folder the exporter may read but not write: `nobody`'s (as root), else the user's own, 0555."""
+    folder = Path(tempfile.mkdtemp(prefix=prefix))
+    if IS_ROOT:
+        os.chown(folder, NOBODY, NOBODY)
+        folder.chmod(mode)
+    else:
+        folder.chmod(0o555)
+    return folder
+
+
+@needs_a_plain_user
 def test_a_read_only_folder_is_exit_2(db, tmp_path):
     folder = tmp_path / "ro"
     folder.mkdir()
     folder.chmod(0o555)
     try:
-        refused(export(db, "json", folder / "x.json"), str(folder / "x.json"), "Permission denied")
+        refused(export_as_plain_user(db, "json", folder / "x.json"), str(folder / "x.json"), "Permission denied")
         assert listing(folder) == []
     finally:
         folder.chmod(0o755)
 
 
-def _can_run_as_nobody() -> bool:
-    """Root, and an interpreter `nobody` may run (not one under root's 0700 home)."""
-    if not IS_ROOT:
-        return False
+@needs_a_plain_user
+def test_the_plain_user_is_refused_what_root_may_do(db, tmp_path):
+    """The guard of the tests around it: root itself writes where the plain user may not."""
+    folder = someone_elses_folder("rla-export-guard-")
     try:
-        return subprocess.run([sys.executable, "-c", "import rla_gui.report"], user=65534, group=65534,
-                              cwd="/", capture_output=True, timeout=60).returncode == 0
-    except (OSError, subprocess.SubprocessError):
-        return False
-
-
-needs_nobody = pytest.mark.skipif(not _can_run_as_nobody(),
-                                  reason="needs root and an interpreter the user nobody can run")
-
-
-@needs_nobody
-def test_a_folder_another_user_cannot_write_is_exit_2(db):
-    """The permission case, made real as root: run the command as `nobody`."""
-    folder = Path(tempfile.mkdtemp(prefix="rla-export-ro-"))
-    try:
-        folder.chmod(0o755)   # root's; nobody may read, not write
         out = folder / "x.json"
-        r = export(db, "json", out, user=65534, group=65534, cwd="/")
-        refused(r, str(out), "Permission denied")
+        if IS_ROOT:
+            assert export(db, "json", out).returncode == 0 and listing(folder) == ["x.json"]
+            out.unlink()
+        assert export_as_plain_user(db, "json", out).returncode == 2 and listing(folder) == []
+    finally:
+        folder.chmod(0o755)
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+@needs_a_plain_user
+def test_a_folder_another_user_cannot_write_is_exit_2(db):
+    folder = someone_elses_folder("rla-export-ro-")
+    try:
+        out = folder / "x.json"
+        refused(export_as_plain_user(db, "json", out), str(out), "Permission denied")
         assert listing(folder) == []
     finally:
+        folder.chmod(0o755)
         shutil.rmtree(folder, ignore_errors=True)
 
 
@@ -445,21 +460,22 @@ def test_a_database_on_a_full_disk_exports(db, tmp_path, reference_json):
     assert out.read_bytes() == reference_json
 
 
-@needs_nobody
-def test_a_database_in_a_folder_the_user_cannot_write_exports(db, reference_json):
+@needs_a_plain_user
+def test_a_database_in_a_folder_the_user_cannot_write_exports(db, reference_json, tmp_path):
     """A colleague's database, readable but in a folder the exporting user cannot write."""
     src = Path(tempfile.mkdtemp(prefix="rla-export-db-"))
-    dst = Path(tempfile.mkdtemp(prefix="rla-export-out-"))
     try:
-        src.chmod(0o755)
-        dst.chmod(0o777)
         shutil.copy2(db, src / "runs.db")
         (src / "runs.db").chmod(0o644)
-        out = dst / "out.json"
-        r = export(src / "runs.db", "json", out, user=65534, group=65534, cwd="/")
+        if IS_ROOT:
+            os.chown(src / "runs.db", NOBODY, NOBODY)
+            os.chown(src, NOBODY, NOBODY)
+        src.chmod(0o755 if IS_ROOT else 0o555)
+        out = tmp_path / "out.json"
+        r = export_as_plain_user(src / "runs.db", "json", out)
         assert listing(src) == ["runs.db"]
         assert r.returncode == 0, r.stderr
         assert out.read_bytes() == reference_json
     finally:
+        src.chmod(0o755)
         shutil.rmtree(src, ignore_errors=True)
-        shutil.rmtree(dst, ignore_errors=True)

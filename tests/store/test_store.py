@@ -20,6 +20,8 @@ from rla_engine import store as store_mod
 from rla_engine.store import Store, StoreError, open_store
 from rla_engine.vocabulary import CommandOutcome, CommandResult
 
+from plain_user import as_plain_user, needs_a_plain_user
+
 RUN_TABLES = ("metrics", "iterations", "events", "commands", "tasks")
 
 
@@ -451,16 +453,26 @@ def test_directory_path_is_refused(tmp_path):
     assert list(folder.iterdir()) == []
 
 
+OPEN_IN_A_PROCESS = """
+import sys
+from rla_engine.store import StoreError, open_store
+try:
+    open_store(sys.argv[1])
+except StoreError as e:
+    print(e)
+    sys.exit(2)
+"""
+
+
+@needs_a_plain_user
 def test_unwritable_folder_is_refused(tmp_path):
     folder = tmp_path / "readonly"
     folder.mkdir()
     folder.chmod(0o500)
     try:
-        if os.access(folder, os.W_OK):
-            pytest.skip("running as a user (root) for whom a 0o500 folder is still writable")
-        with pytest.raises(StoreError) as e:
-            open_store(folder / "x.db")
-        assert str(folder) in str(e.value)
+        res = subprocess.run(as_plain_user([sys.executable, "-c", OPEN_IN_A_PROCESS, str(folder / "x.db")]),
+                             capture_output=True, text=True, timeout=60)
+        assert res.returncode == 2 and str(folder) in res.stdout, (res.returncode, res.stdout, res.stderr)
         assert list(folder.iterdir()) == []
     finally:
         folder.chmod(0o700)
