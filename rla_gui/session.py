@@ -145,6 +145,11 @@ class RunSession(QtCore.QObject):
                 self._waiters.pop(run_id, None)
         self._waiters[run_id] = asyncio.ensure_future(waiter())
 
+    def tracking(self, run_id: str) -> bool:
+        """Whether the exit of the run's engine is still awaited (`track`): False once it has been
+        handled, its failure (if any) reported."""
+        return run_id in self._waiters
+
     async def shutdown(self) -> None:
         self.close_watch()
         await self._close(self.client, list(self._waiters.values()))

@@ -17,6 +17,32 @@ async def until(predicate, timeout=60.0, what="condition"):
     raise AssertionError(f"timed out waiting for {what}")
 
 
+def _geometry(widgets) -> list:
+    from PySide6 import QtWidgets
+    tree = [w for top in widgets for w in (top, *top.findChildren(QtWidgets.QWidget))]
+    return [(w.geometry().getRect(), w.isVisible()) for w in tree]
+
+
+async def laid_out(*widgets, timeout=10.0):
+    """Until Qt has laid the widgets out: the posted events (layout requests, resizes) delivered,
+    and one more round changes no geometry or visibility anywhere in their trees. The positive sign
+    to wait for before checking that something did not appear (a scroll bar): a fixed wait could
+    look before the layout ran, and pass having checked nothing."""
+    from PySide6 import QtCore, QtWidgets
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    before = None
+    while loop.time() < deadline:
+        QtCore.QCoreApplication.sendPostedEvents()
+        QtWidgets.QApplication.processEvents()
+        await asyncio.sleep(0)
+        now = _geometry(widgets)
+        if now == before:
+            return
+        before = now
+    raise AssertionError("the layout never settled")
+
+
 @contextlib.contextmanager
 def shown_window(qtbot, db, folder, close_choice="detach"):
     """The real main window on `db`, its settings in `folder`; closed afterwards, waiting for its

@@ -1,6 +1,5 @@
 """Any metric, any chart: a person adds a chart for any stored key from a
 searchable list, arranges and removes charts, and finds them again per database after a restart."""
-import asyncio
 import sqlite3
 import subprocess
 import sys
@@ -11,7 +10,7 @@ from PySide6 import QtCore
 from rla_engine import metrics
 from rla_gui.main_window import MainWindow
 
-from gui_support import TINY, until
+from gui_support import TINY, laid_out, until
 
 
 def start_run(db, name: str) -> subprocess.Popen:
@@ -77,8 +76,10 @@ def test_add_arrange_remove_and_remember_charts_per_database(qtbot, tmp_path, da
         first_run = win.history.model.rows[0]["id"]
         dash = win.dashboard
         win.resize(1500, 950)
-        await asyncio.sleep(0.3)
+        await until(lambda: win.size() == QtCore.QSize(1500, 950), what="the window resized")
+        await laid_out(win)
         # 0. the four panels fill the view exactly: no scroll bar before a chart is added
+        assert dash.chart_area.viewport().height() > 400
         assert not dash.chart_area.verticalScrollBar().isVisible()
         # 1. the list is searchable: "kl" finds the KL loss, not μ
         pick(win, "kl", [metrics.LOSS_KL])
@@ -98,8 +99,7 @@ def test_add_arrange_remove_and_remember_charts_per_database(qtbot, tmp_path, da
                 _, y = curve.line.getData()
                 assert y is not None and len(y) and y[-1] == pytest.approx(last_value(first, key, first_run)), key
         # 4. below the four panels, two to a row, each tall enough to read, reached by scrolling
-        await asyncio.sleep(0.3)
-        assert dash.chart_area.verticalScrollBar().isVisible()
+        await until(dash.chart_area.verticalScrollBar().isVisible, timeout=10, what="the scroll bar")
         grid = dash.grid
         assert grid.getItemPosition(grid.indexOf(dash.added[0]))[:2] == (2, 0)
         assert all(p.minimumHeight() >= 200 for p in dash.added)

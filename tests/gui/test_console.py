@@ -232,10 +232,11 @@ def test_each_panel_keeps_its_own_view_choices_across_sessions(window, drive, qt
 def test_an_empty_dashboard_frames_every_plot_at_zero_to_one(window, qtbot):
     """Before any run is open, every panel (the difficulty band too) shows the unit square, not a
     range centred on 0."""
-    window.dashboard.refresh()
-    qtbot.wait(50)
     plots = window.dashboard.plots
     assert len(plots) == 4 + len(panel_spec.HEALTH_PANELS)       # the four run panels and every health plot
+    window.dashboard.refresh()
+    for p in plots:     # drawn now: pyqtgraph settles a view's auto-range just before it paints
+        assert not p.grab().isNull()
     assert [p.plotItem.vb.viewRange() for p in plots] == [[[0, 1], [0, 1]]] * len(plots)
 
 

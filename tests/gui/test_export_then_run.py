@@ -116,10 +116,18 @@ def test_a_plots_right_click_export_leaves_the_database_locks_alone(qtbot, tmp_p
     dialog = exporter.fileDialog
     try:
         qtbot.waitUntil(lambda: dialog.isVisible() and dialog.directory().absolutePath() == str(tmp_path))
-        qtbot.wait(1000)                             # the folder is listed (and, before, sniffed)
+        listing = dialog.findChild(QtWidgets.QFileSystemModel)
+        listing.setNameFilterDisables(True)          # files the image filter leaves out are listed, greyed
+        # the folder listed, the database among its files: what once opened (sniffed) them has run
+        qtbot.waitUntil(lambda: listed(listing, tmp_path, Path(window.controller.db_path).name), timeout=10_000)
         assert posix_locks(window.controller.db_path) + posix_locks(shm) == before
     finally:
         dialog.reject()
+
+
+def listed(model, folder: Path, name: str) -> bool:
+    parent = model.index(str(folder))
+    return any(model.fileName(model.index(i, 0, parent)) == name for i in range(model.rowCount(parent)))
 
 
 def test_a_run_started_after_an_html_export_is_seen_starting_listed_drawn_and_finished(window, drive, qtbot,
@@ -150,6 +158,7 @@ def test_a_run_started_after_an_html_export_is_seen_starting_listed_drawn_and_fi
         new = window.controller.session.run_id
         assert bar.currentMessage() == f"run {new} started" and new != old, \
             (bar.currentMessage(), f"the -wal file was {'there' if wal_there else 'deleted'} at the start")
+        assert window.controller.session.tracking(new)          # its exit will be awaited, and handled
         await until(lambda: any(r["id"] == new for r in window.history.model.rows), timeout=10,
                     what="the new run in the history")
         await until(lambda: window.controller.session.data.last_iteration() >= 3, timeout=30, what="live curves")
@@ -158,10 +167,11 @@ def test_a_run_started_after_an_html_export_is_seen_starting_listed_drawn_and_fi
         await until(lambda: window.controls.status == "completed", timeout=60, what="the run completes")
         await until(lambda: next(r["status"] for r in window.history.model.rows if r["id"] == new) == "completed",
                     timeout=10, what="the history to show it completed")
+        # a failure dialog would come with the engine's exit: wait until the console has handled it
+        await until(lambda: not window.controller.session.tracking(new), timeout=30, what="the engine's exit handled")
         return new
 
     new = drive(scenario(), timeout=180)
-    qtbot.wait(300)                                  # a failure dialog would come with the engine's exit
     assert getattr(window, "_failure_box", None) is None, window._failure_box.text()
     assert open_store(window.controller.db_path).get_run(new)["status"] == "completed"
     assert window.controller.session.data.last(metrics.SUCCESS) is not None

@@ -16,6 +16,9 @@ def test_a_long_title_is_cut_not_the_data(qtbot):
     plot.resize(280, 240)
     plot.show()
     qtbot.waitExposed(plot)
+    layout = plot.plotItem.layout
+    qtbot.waitUntil(layout.isActivated)
     plot.plotItem.setTitle("agreement on failure, agreement on success, outcome share given oracle, error")
-    qtbot.wait(50)
+    assert not layout.isActivated()          # the longer title asked for a new layout…
+    qtbot.waitUntil(layout.isActivated)      # …which has run: the check below sees its result
     assert plot.plotItem.vb.sceneBoundingRect().right() <= plot.width()
