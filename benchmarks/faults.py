@@ -569,7 +569,7 @@ def _output_of(proc: subprocess.Popen, timeout: float) -> str:
 
 def concurrency(root: Path, seconds: float = 120, engines: int = 3, iterations: int = 40, hold_s: float = 5.0,
                 holds: int | None = None, seed: int = 0, say=print, verdict: Verdict | None = None,
-                max_p99_ms: float = 200.0, max_late_ms: float | None = None, min_polls: int = 3,
+                max_p99_ms: float | None = 200.0, max_late_ms: float | None = None, min_polls: int = 3,
                 timeout: float | None = None) -> dict:
     """Three engines (one after another in each of `engines` slots), the console following the
     newest live run, `rla runs` in a loop and `holds` write-lock holds of `hold_s` at random
@@ -583,7 +583,8 @@ def concurrency(root: Path, seconds: float = 120, engines: int = 3, iterations: 
     99th percentile and never by more than `max_late_ms` (default: half a hold, so a GUI thread
     that waited on the lock would show), not counting the time its GUI thread waited for a CPU:
     what the rest of the machine runs is not the console's doing (the lateness with that time is
-    reported too)."""
+    reported too). With `max_p99_ms` None the 99th percentile is reported, not checked: a figure of
+    the machine's speed (the test suite checks only the stall a lock wait would cause)."""
     max_late_ms = max_late_ms or hold_s * 500
     v = verdict or Verdict()
     rng = random.Random(seed)
@@ -672,8 +673,8 @@ def concurrency(root: Path, seconds: float = 120, engines: int = 3, iterations: 
     v.check("concurrency: no lock error reaches a user", not [e for e in errors if LOCK_TEXT.search(e)],
             f"console: {[e for e in errors if LOCK_TEXT.search(e)][:3]}")
     v.check("concurrency: the console shows no error", not errors, f"console: {errors[:3]}")
-    v.check("concurrency: the console stays responsive", own.get("n", 0) > 0 and own["p99"] <= max_p99_ms
-            and own["max"] <= max_late_ms,
+    v.check("concurrency: the console stays responsive", own.get("n", 0) > 0
+            and (max_p99_ms is None or own["p99"] <= max_p99_ms) and own["max"] <= max_late_ms,
             f"console 5 ms timer lateness less waits for a CPU p50 {own.get('p50')} p99 {own.get('p99')} "
             f"max {own.get('max')} ms (with them: p99 {late.get('p99')} max {late.get('max')} ms)")
     lat = [round(x, 1) for x in (late.get("p50", 0), late.get("p99", 0), late.get("max", 0))]

@@ -50,8 +50,11 @@ def disk(tmp_path_factory):
 @pytest.fixture(scope="module")
 def concurrent(tmp_path_factory):
     v = Verdict()
-    res = faults.concurrency(tmp_path_factory.mktemp("conc"), seconds=10, engines=3, iterations=6, hold_s=3.0,
-                             holds=1, verdict=v, say=lambda s: None, max_p99_ms=250.0)
+    # responsive: no tick of the console's timer late by half a lock hold (1.5 s), less the time its
+    # thread waited for a CPU — what a GUI thread waiting on the lock would show on any machine; the
+    # 99th percentile is a figure of the machine's speed, checked by benchmarks/faults.py
+    res = faults.concurrency(tmp_path_factory.mktemp("conc"), seconds=6, engines=3, iterations=6, hold_s=3.0,
+                             holds=1, verdict=v, say=lambda s: None, max_p99_ms=None)
     return res, v
 
 
