@@ -24,22 +24,21 @@ def _geometry(widgets) -> list:
 
 
 async def laid_out(*widgets, timeout=10.0):
-    """Until Qt has laid the widgets out: the posted events (layout requests, resizes) delivered,
-    and one more round changes no geometry or visibility anywhere in their trees. The positive sign
-    to wait for before checking that something did not appear (a scroll bar): a fixed wait could
-    look before the layout ran, and pass having checked nothing."""
-    from PySide6 import QtCore, QtWidgets
+    """Until Qt has laid the widgets out: two turns of the event loop in a row (each delivers what
+    was posted before it: layout requests, resizes) that change no geometry or visibility anywhere
+    in their trees. The positive sign to wait for before checking that something did not appear (a
+    scroll bar): a fixed wait could look before the layout ran, and pass having checked nothing.
+    (Not processEvents: called from a task of the console's loop it would run other tasks inside it.)"""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
-    before = None
+    seen, same = None, 0
     while loop.time() < deadline:
-        QtCore.QCoreApplication.sendPostedEvents()
-        QtWidgets.QApplication.processEvents()
-        await asyncio.sleep(0)
+        await asyncio.sleep(0.02)       # the loop turns: Qt delivers its posted events
         now = _geometry(widgets)
-        if now == before:
+        same = same + 1 if now == seen else 0
+        if same == 2:
             return
-        before = now
+        seen = now
     raise AssertionError("the layout never settled")
 
 
