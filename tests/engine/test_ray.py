@@ -54,7 +54,8 @@ def cluster():
 class Tunable(RoleWorker):
     """A worker the test can slow down (to kill it or stop the run in the middle of a call) or
     make answer after random delays (so that which worker finishes first varies). Once the file
-    `stall` names exists, a call in progress, or a later one, takes STALL_S."""
+    `stall` names exists, a call in progress, or a later one, takes STALL_S, and says so by making
+    the file `stall`.hit."""
     delay, jitter, stall = 0.0, False, None
 
     def tune(self, delay: float, jitter: bool, stall: str | None = None) -> None:
@@ -64,8 +65,9 @@ class Tunable(RoleWorker):
         started = time.monotonic()
         delay = self.delay + (random.uniform(0.0, 0.05) if self.jitter else 0.0)
         while time.monotonic() - started < delay:
-            if self.stall is not None and os.path.exists(self.stall):
+            if self.stall is not None and delay != STALL_S and os.path.exists(self.stall):
                 delay = STALL_S
+                Path(f"{self.stall}.hit").touch()
             time.sleep(0.02)
 
     def collect(self, *args):
@@ -193,7 +195,9 @@ def test_a_stop_during_a_slow_iteration_cancels_it_and_keeps_what_was_committed(
     def stop_soon() -> None:     # another process's part: its own connection, as the console has
         other = open_store(db)
         wait_for(lambda: other.get_run("r1")["iteration"] >= start + 1, what="an iteration")
-        stall.touch()        # the roll-out in progress now takes STALL_S: only a cancel ends it sooner
+        stall.touch()        # a roll-out now takes STALL_S: only a cancel ends it sooner
+        # the next iteration's roll-out is under way (and stalled): the stop lands in its middle
+        wait_for(lambda: Path(f"{stall}.hit").exists(), what="a roll-out stalled")
         commands.update(pause=other.add_command("r1", "pause"), stop=other.add_command("r1", "stop"))
         other.close()
 
