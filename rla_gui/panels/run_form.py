@@ -7,10 +7,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import queue
 import threading
 from pathlib import Path
 
-from PySide6.QtCore import QObject, QSettings, QSignalBlocker, Qt, Signal, SignalInstance
+from PySide6.QtCore import QSettings, QSignalBlocker, Qt, QTimer, Signal
 from PySide6.QtGui import QKeySequence, QShortcut
 from PySide6.QtWidgets import (QApplication, QComboBox, QFormLayout, QLabel, QLineEdit,
                                QPushButton, QVBoxLayout, QWidget)
@@ -35,21 +36,20 @@ NAME_TIP = ("<p>Leave empty for the automatic name, which follows the preset. A 
             "does starting the run it names.</p>")
 
 
-class _Courier(QObject):
-    """Carries a file read on another thread back to the GUI thread; owned by its panel."""
-    arrived = Signal(str, object, str)        # the file's path, its dict or None, the error
+READ_POLL_MS = 50      # how often the form looks for the file its reading thread has read
 
 
-def _read_config(path: str, arrived: SignalInstance) -> None:
-    """In the reading thread: the file's contents or why not, handed to the GUI thread."""
+def _read_config(path: str, results: queue.SimpleQueue) -> None:
+    """In the reading thread: the file's contents or why not, left for the GUI thread to collect.
+    It touches no Qt object: a panel let go (or the application ending) while the file was read
+    can never be destroyed, or signalled, from this thread (both crashed: a segmentation fault)."""
     try:
         data, error = load_file(path), ""
     except ConfigError as e:
         data, error = None, str(e)
     except Exception as e:      # whatever it is, it is shown and the button comes back
         data, error = None, f"cannot load {path}: {e}"
-    with contextlib.suppress(RuntimeError):     # the panel was closed while the file was read
-        arrived.emit(path, data, error)
+    results.put((path, data, error))
 
 
 def _merged(config_dict: object) -> tuple[Config | None, str]:
@@ -117,11 +117,14 @@ class RunFormPanel(QWidget):
                   context=Qt.ShortcutContext.WidgetWithChildrenShortcut)
         self.save_button.clicked.connect(self._save_file)
         self.load_button.clicked.connect(self._load_file)
-        # The reading thread holds only this child: were it to hold the panel, the panel's last
-        # reference could go in that thread, and Qt would destroy its widgets and timers off the GUI
-        # thread (a later timer then fired on freed memory: the suite's segmentation fault).
-        self._courier = _Courier(self)
-        self._courier.arrived.connect(self._file_arrived)     # queued: emitted by the reading thread
+        # The reading thread holds only this queue, never a Qt object: holding the panel, its last
+        # reference could go in that thread (Qt then destroyed its widgets and timers off the GUI
+        # thread); signalling a child of it, it could emit into a panel being destroyed. Both ended
+        # in segmentation faults. The GUI thread collects the result on a timer of its own.
+        self._read_results: queue.SimpleQueue = queue.SimpleQueue()
+        self._reading = QTimer(self)
+        self._reading.setInterval(READ_POLL_MS)
+        self._reading.timeout.connect(self._collect_file)
         self._revalidate()
         self._propose_name()
 
@@ -345,8 +348,17 @@ class RunFormPanel(QWidget):
         # Read in a thread of its own: a file on a slow or hung mount must not freeze the window
         # (load_file already refuses a FIFO, a device or a huge file before reading it).
         self.load_button.setEnabled(False)
-        threading.Thread(target=_read_config, args=(path, self._courier.arrived), name="rla-load-toml",
+        threading.Thread(target=_read_config, args=(path, self._read_results), name="rla-load-toml",
                          daemon=True).start()
+        self._reading.start()
+
+    def _collect_file(self) -> None:
+        try:
+            path, data, error = self._read_results.get_nowait()
+        except queue.Empty:
+            return
+        self._reading.stop()
+        self._file_arrived(path, data, error)
 
     def _file_arrived(self, path: str, data: dict | None, error: str) -> None:
         self.load_button.setEnabled(True)
