@@ -55,7 +55,7 @@ def test_export_html_and_pdf_mid_run_then_start_another_and_see_it_live(qtbot, t
         await until(lambda: me.state() == "live — stopped", 60, "stopped")
 
         # 7. another run started after the exports is seen starting, listed and drawn
-        me.new_run("after the exports", 12)
+        me.new_run("after the exports", 30)
         await until(lambda: me.state() == "after the exports — running", 60, "the new run seen live")
         await until(lambda: me.history_row("after the exports"), 10, "listed")
         await until(lambda: me.points(dash.policy) >= 2, 30, "drawn")
