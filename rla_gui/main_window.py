@@ -33,6 +33,7 @@ from .panels.run_form import RunFormPanel
 from .panels.samples import SamplesPanel
 from .theme import apply_plot_theme
 from .widgets import file_dialogs
+from .widgets.menu_keys import MenuKeysFirst
 from .widgets.plain_text import action_text, auto_text, message_box, plain_label
 from .widgets.remote_dialog import RemoteDatabaseDialog
 from .widgets.status_line import StatusLine
@@ -88,6 +89,9 @@ class MainWindow(QtWidgets.QMainWindow):
         self.setCentralWidget(self.views)
         self._docks()
         self._menus()
+        # Ctrl+E (Export…) while the run's name, the filter or the notes has the keyboard
+        self._menu_keys = MenuKeysFirst([a.shortcut() for a in self.findChildren(QtGui.QAction)
+                                         if a.shortcut().toString().startswith("Ctrl+")], self)
         self._wire()
         self.signal_notifier: QtCore.QObject | None = None   # app.py keeps its SIGTERM watcher here
         self.live_runs_box: LiveRunsBox | None = None
