@@ -362,8 +362,8 @@ def parse_filter(text: str, columns: Iterable[Column]) -> tuple[str, list[Condit
     words, conditions = [], []
     for word in _WORD.findall(text):
         m = _CONDITION.match(word)
-        if m and _unquoted(m.group(1)).casefold() in titles:
-            column = titles[_unquoted(m.group(1)).casefold()]
+        column = titles.get(_unquoted(m.group(1)).casefold()) if m else None
+        if m and column is not None:
             conditions.append(Condition(column, m.group(2), _unquoted(m.group(3))))
         else:
             words.append(_unquoted(word))

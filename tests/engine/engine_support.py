@@ -85,6 +85,14 @@ def only_run(store):
     return runs[0] if runs else None
 
 
+def beats_while_paused(store, run_id: str, beats: int = 2) -> None:
+    """Wait for the run's heartbeat to beat `beats` times: the engine is alive and had time to go
+    on (the positive sign before checking that a paused run made no iteration)."""
+    for _ in range(beats):
+        beat = store.get_run(run_id)["heartbeat_at"]
+        wait_for(lambda beat=beat: store.get_run(run_id)["heartbeat_at"] != beat, what="a heartbeat while paused")
+
+
 def one_line_error(res) -> str:
     """The single stderr line of a refused command (exit 2, no traceback)."""
     assert res.returncode == 2, (res.returncode, res.stdout, res.stderr)

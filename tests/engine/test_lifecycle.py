@@ -17,7 +17,7 @@ from rla_engine.runner import Runner
 from rla_engine.store import open_store
 from rla_engine.vocabulary import CommandOutcome
 
-from engine_support import TINY, only_run, spawn, wait_for
+from engine_support import TINY, beats_while_paused, only_run, spawn, wait_for
 
 
 def comparable(store, run_id):
@@ -141,9 +141,7 @@ def test_pause_resume_through_commands_reproduces_the_uninterrupted_run(tmp_path
     store.add_command(run_b, "pause")
     wait_for(lambda: store.get_run(run_b)["status"] == "paused", what="paused")
     held = store.get_run(run_b)["iteration"]
-    for _ in range(2):      # paused: the heartbeat goes on (twice), no iteration meanwhile
-        beat = store.get_run(run_b)["heartbeat_at"]
-        wait_for(lambda beat=beat: store.get_run(run_b)["heartbeat_at"] != beat, what="a heartbeat while paused")
+    beats_while_paused(store, run_b)      # paused: the heartbeat goes on, no iteration meanwhile
     assert store.get_run(run_b)["iteration"] == held
     assert checkpoint.iteration_of(checkpoint.latest(checkpoints_dir(db, run_b))) == held
     bad = store.add_command(run_b, "set_difficulty", {"value": 3})

@@ -30,7 +30,7 @@ from rla_engine.paths import checkpoints_dir, games_dir
 from rla_engine.store import open_store
 from rla_engine.vocabulary import CommandOutcome, EventKind
 
-from engine_support import TINY, rla, spawn, wait_for
+from engine_support import TINY, beats_while_paused, rla, spawn, wait_for
 
 # the workers below are test code: Ray ships them by value, the cluster's processes cannot import tests/
 cloudpickle.register_pickle_by_value(sys.modules[__name__])
@@ -235,10 +235,7 @@ def test_rla_run_on_ray_pauses_resumes_and_completes_like_a_local_run(cluster, t
     wait_for(lambda: store.get_run(run_id)["status"] == "paused", what="paused")
     held = store.get_run(run_id)["iteration"]
     # the paused engine beats twice more (it is alive, and had time to go on) with no new iteration
-    beat = store.get_run(run_id)["heartbeat_at"]
-    wait_for(lambda: store.get_run(run_id)["heartbeat_at"] != beat, what="a heartbeat while paused")
-    beat = store.get_run(run_id)["heartbeat_at"]
-    wait_for(lambda: store.get_run(run_id)["heartbeat_at"] != beat, what="a second heartbeat while paused")
+    beats_while_paused(store, run_id)
     assert store.get_run(run_id)["iteration"] == held and store.get_run(run_id)["status"] == "paused"
     store.add_command(run_id, "resume")
     assert proc.wait(timeout=120) == 0, proc.stderr.read()
