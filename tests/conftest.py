@@ -10,6 +10,11 @@ from pathlib import Path
 import pytest
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+# One intra-op thread for torch here and in every process a test starts (engines, Ray workers):
+# `make test` runs more processes than cores, and a second OpenMP thread then spin-waits for CPU
+# the other processes need — a language-model run cost 1.7x the CPU beside one busy process
+# (2026-12, 2 cores: 9.3 s against 5.4 s). Tiny models gain nothing from a second thread alone.
+os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 RECORDED = Path(__file__).parent / "data"     # made by tests/data/make_recorded_runs.py
 
