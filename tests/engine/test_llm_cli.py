@@ -52,6 +52,20 @@ def test_a_folder_that_is_not_a_model_exits_2(tmp_path):
     assert res.returncode == 2 and "policy.model_path" in res.stderr and str(folder) in res.stderr
 
 
+@pytest.mark.parametrize("key", ["judge.model_path", "env.model_path"])
+def test_a_missing_model_of_a_later_role_is_refused_before_any_model_is_screened(tmp_path, key):
+    """The policy's tiny-random is fine; the judge's (or environment model's) folder is missing: the
+    one line names that field, and transformers was never imported to screen the policy's first."""
+    script = ("import sys\nfrom rla_engine.cli import main\n"
+              f"code = main(['run', '--preset', 'llm-tiny', '--set', '{key}={tmp_path / 'gone'}', "
+              f"'--db', '{tmp_path / 'h.db'}'])\n"
+              "print(code, 'transformers' in sys.modules)\n")
+    res = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert res.stdout.split() == ["2", "False"], (res.stdout, res.stderr)
+    assert key in res.stderr and "does not exist" in res.stderr
+    assert not (tmp_path / "h.db").exists()
+
+
 @pytest.fixture(scope="module")
 def plugin_site(tmp_path_factory):
     """The worked example of docs/families.md, installed by pip into its own folder."""
