@@ -107,14 +107,14 @@ def check_models(cfg: Config) -> None:
     from .tasks import family_kind
     if family_kind(cfg.task.family) != "text":
         return
-    from .llm.sources import check_loadable, check_source
+    from .llm.sources import check_headers, check_source
     roles = [("policy.model_path", cfg.policy.model_path), ("judge.model_path", cfg.judge.model_path)]
     if cfg.env.strategy == "rlanything" and cfg.env.proposer != "procedural":
         roles.append(("env.model_path", cfg.env.model_path))
     roles = [(key, path) for key, path in roles if path]
     # every role's cheap check first: a missing judge folder is named at once, not after the
     # policy's screening has imported transformers (~3 s)
-    for check in (check_source, check_loadable):
+    for check in (check_source, check_headers):
         for key, path in roles:
             # headers and shapes only: a model a Ray actor would load is refused here, before any file
             reason = check(path)

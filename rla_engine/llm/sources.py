@@ -210,18 +210,22 @@ def load_model(path: str, *, device: str, dtype: str, trainable: bool) -> tuple[
 
 
 def check_loadable(path: str) -> str | None:
-    """None if `path` names a model that loads, else a one-line reason (without the path).
+    """None if `path` names a model that loads, else a one-line reason (without the path):
+    check_source, then check_headers (launch runs the two over all of a run's models in turn)."""
+    return check_source(path) or check_headers(path)
 
-    What check_source checks, and then what loading reads before the weights: the folder a
-    built-in or a GGUF file becomes (built or converted once, and cached, so the load that follows
-    finds it), config.json, the model's size against this machine's memory, the weights files'
-    headers against the model's shapes, and the tokenizer. No tensor data is read: a fraction of
-    a second, except a GGUF file's first conversion (~50 s for SmolLM2, which the run would
-    otherwise pay itself). Call it before anything is created, for each model a run will load.
+
+def check_headers(path: str) -> str | None:
+    """For a source check_source accepted: None if it loads, else a one-line reason.
+
+    What loading reads before the weights: the folder a built-in or a GGUF file becomes (built or
+    converted once, and cached, so the load that follows finds it), config.json, the model's size
+    against this machine's memory, the weights files' headers against the model's shapes, and the
+    tokenizer. No tensor data is read: a fraction of a second, except a GGUF file's first
+    conversion (~50 s for SmolLM2, which the run would otherwise pay itself). Call it before
+    anything is created, for each model a run will load (after every model's check_source: this
+    one imports transformers).
     """
-    reason = check_source(path)
-    if reason:
-        return reason
     _quiet_transformers()
     try:
         folder = _folder_of(path)
