@@ -38,7 +38,6 @@ from .interfaces import Interrupted
 from .workers import CPU, Answer, Draw, RoleWorker, bare, bare_request, tensor_transport
 
 WAIT_S = 0.2             # how often a wait on workers looks for a stop
-PLACEMENT_WAIT_S = 60.0  # how long the workers' resources may take to appear before the run fails
 DEAD = (RayActorError, WorkerCrashedError, NodeDiedError, OutOfMemoryError)   # the worker, not the work, failed
 ROLES = ("rollout", "judge", "env")
 
@@ -80,19 +79,24 @@ class RayExecutor:
         self._check_fits(bundles)
         self.pg = placement_group(bundles, strategy=ex.placement.upper())
         try:
-            ray.get(self.pg.ready(), timeout=PLACEMENT_WAIT_S)
+            ray.get(self.pg.ready(), timeout=ex.start_timeout_s)
         except ray.exceptions.GetTimeoutError:
             remove_placement_group(self.pg)
             raise InputError(f"invalid config: executor.placement = {ex.placement!r}: the cluster could not place "
-                             f"{len(bundles)} workers ({self._asked()}) within {PLACEMENT_WAIT_S:g} s; "
-                             f"it has {self._has()}") from None
+                             f"{len(bundles)} workers ({self._asked()}) within {ex.start_timeout_s:g} s "
+                             f"(executor.start_timeout_s); it has {self._has()}") from None
         self.config = cfg.to_dict()
         self.workers = {role: [self._spawn(role, k) for k in range(counts[role])] for role in ROLES}
         try:
-            placed = {role: ray.get([w.where.remote() for w in ws]) for role, ws in self.workers.items()}
+            placed = {role: ray.get([w.where.remote() for w in ws], timeout=ex.start_timeout_s)
+                      for role, ws in self.workers.items()}
         except DEAD as e:
             self.close()
             raise ExecutorError(f"the run's Ray workers could not start: {first_line(e)}") from None
+        except ray.exceptions.GetTimeoutError:
+            self.close()
+            raise ExecutorError(f"the run's Ray workers did not start within {ex.start_timeout_s:g} s "
+                                f"(executor.start_timeout_s)") from None
         # the driver's generator states go to a worker only where they mean the same there
         self.ship_state = {role: all(p["device"] == device.type for p in placed[role]) for role in ROLES}
         self.events.append((EventKind.PLACED, {
@@ -295,15 +299,16 @@ class RayExecutor:
             pass
         self.workers[role][k] = self._spawn(role, k)
         ref = self.workers[role][k].where.remote()
-        deadline = time.monotonic() + PLACEMENT_WAIT_S
+        deadline = time.monotonic() + self.cfg.executor.start_timeout_s
         while not ray.wait([ref], timeout=WAIT_S)[0]:      # a lost node's bundle may never come back
             if self.interrupted():
                 self.cancel([ref])
                 raise Interrupted(f"stopped while a {role} worker was being restarted")
             if time.monotonic() > deadline:
                 self.cancel([ref])
-                raise WorkerFailed(f"{role} worker {k} could not be restarted within {PLACEMENT_WAIT_S:g} s "
-                                   f"(after: {first_line(error)}); the cluster has {self._has()}")
+                raise WorkerFailed(f"{role} worker {k} could not be restarted within "
+                                   f"{self.cfg.executor.start_timeout_s:g} s (executor.start_timeout_s; after: "
+                                   f"{first_line(error)}); the cluster has {self._has()}")
         placed = ray.get(ref)
         self.events.append((EventKind.WORKER_RESTARTED, {"role": role, "index": k, "restart": n,
                                                           "error": first_line(error), **placed}))

@@ -20,7 +20,7 @@ from ..paths import games_named
 from ..ray_cluster import connect, first_line
 from ..vocabulary import EventKind
 from .interfaces import Interrupted, IterationResult, budget_reached
-from .ray_executor import DEAD, PLACEMENT_WAIT_S, WAIT_S
+from .ray_executor import DEAD, WAIT_S
 from .run_worker import RunWorker
 
 
@@ -81,8 +81,8 @@ class RemoteTrainer:
     def _wait(self, ref, doing: str, *, interruptible: bool = False, start: bool = False):
         """The call's answer. Only an iteration is cut short by a stop: a checkpoint or an override
         the runner asks for at a boundary always completes. Starting, the actor has as long as
-        the cluster takes to place it (PLACEMENT_WAIT_S)."""
-        deadline = time.monotonic() + PLACEMENT_WAIT_S
+        the cluster takes to place it, up to executor.start_timeout_s."""
+        deadline = time.monotonic() + self.cfg.executor.start_timeout_s
         while True:
             ready, _ = ray.wait([ref], timeout=WAIT_S)
             if ready:
@@ -95,8 +95,9 @@ class RemoteTrainer:
                 raise Interrupted(f"stopped during {doing}")
             if start and time.monotonic() > deadline:
                 self._kill()
-                raise RunActorDied(f"the cluster placed no actor for the run within {PLACEMENT_WAIT_S:g} s "
-                                   f"(executor.run_cpus = {self.cfg.executor.run_cpus:g}, run_gpus = "
+                raise RunActorDied(f"the cluster placed and started no actor for the run within "
+                                   f"{self.cfg.executor.start_timeout_s:g} s (executor.start_timeout_s; "
+                                   f"executor.run_cpus = {self.cfg.executor.run_cpus:g}, run_gpus = "
                                    f"{self.cfg.executor.run_gpus:g}: no node may have that much free)")
 
     def _kill(self) -> None:

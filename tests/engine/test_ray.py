@@ -22,6 +22,7 @@ from ray.cluster_utils import Cluster
 
 from rla_engine import checkpoint, metrics
 from rla_engine.config import build
+from rla_engine.errors import InputError
 from rla_engine.launch import drive
 from rla_engine.loop import ray_executor
 from rla_engine.loop.trainer import Trainer
@@ -37,6 +38,9 @@ cloudpickle.register_pickle_by_value(sys.modules[__name__])
 
 SMALL = ["eval.every=3", "eval.tasks_per_tier=4"]
 FIXED = "env.strategy=fixed"     # no environment model, one actor fewer to start
+# the suite beside a CPU hog, on a slow host, took over a minute (the default bound) to start a
+# replacement worker; what these tests check never depends on how long a start takes
+PATIENT = "executor.start_timeout_s=600"
 
 
 @pytest.fixture(scope="module")
@@ -89,7 +93,7 @@ def tune(trainer: Trainer, role: str, delay: float = 0.0, jitter: bool = False, 
 
 
 def config(kind: str, *sets: str):
-    return build(preset="tiny", sets=[f"executor.kind={kind}", *SMALL, *sets], seed=3)
+    return build(preset="tiny", sets=[f"executor.kind={kind}", *SMALL, PATIENT, *sets], seed=3)
 
 
 def metrics_of(trainer: Trainer, n: int) -> tuple[list[dict], list]:
@@ -103,8 +107,8 @@ def metrics_of(trainer: Trainer, n: int) -> tuple[list[dict], list]:
 
 def run_of(preset: str, sets: list[str], n: int, ray_executor: bool = False) -> tuple[list[dict], list]:
     """metrics_of a seed-3 run of the preset, here or (ray_executor) on the cluster, closed after."""
-    trainer = Trainer(build(preset=preset, sets=[*sets, *(["executor.kind=ray"] if ray_executor else [])], seed=3),
-                      torch.device("cpu"))
+    on_ray = ["executor.kind=ray", PATIENT] if ray_executor else []
+    trainer = Trainer(build(preset=preset, sets=[*sets, *on_ray], seed=3), torch.device("cpu"))
     try:
         return metrics_of(trainer, n)
     finally:
@@ -222,15 +226,28 @@ def test_a_stop_during_a_slow_iteration_cancels_it_and_keeps_what_was_committed(
     assert took < STALL_S / 2          # it did not wait for the stalled roll-out: it cancelled it
 
 
+def test_workers_the_cluster_cannot_place_in_time_are_refused_naming_the_settings(one_each, two_each):
+    """The module's two trainers hold 4 of the 8 CPUs: 5 more fit the cluster, not what is free."""
+    with pytest.raises(InputError) as refused:
+        Trainer(config("ray", FIXED, "executor.rollout_cpus=4.5", "executor.start_timeout_s=1"), torch.device("cpu"))
+    message = str(refused.value)
+    assert "executor.placement = 'pack'" in message and "within 1 s (executor.start_timeout_s)" in message
+    assert "CPU 8" in message
+    # the refused placement group was removed: the 4 free CPUs are free again (the cluster's
+    # figures follow the removal, so they are waited for)
+    wait_for(lambda: abs(ray.available_resources().get("CPU", 0.0) - 4.0) < 1e-9, what="the 4 CPUs free")
+
+
 def test_rla_run_on_ray_pauses_resumes_and_completes_like_a_local_run(cluster, tmp_path, monkeypatch):
     db = tmp_path / "r.db"
     monkeypatch.setenv("RAY_ADDRESS", cluster.address)      # the run joins this cluster
     # 12 iterations, the pause sent after the 2nd: with 4, a loaded machine could finish the run
     # before the engine read the command, and the test waited for a pause that could not come
-    proc = spawn(db, "run", *TINY, "--executor", "ray", "--iterations", "12", "--set", FIXED, "--name", "on ray")
+    proc = spawn(db, "run", *TINY, "--executor", "ray", "--iterations", "12", "--set", FIXED, "--set", PATIENT,
+                 "--name", "on ray")
     store = open_store(db)
-    run_id = wait_for(lambda: store.list_runs() and store.list_runs()[0]["id"], timeout=90, what="the run row")
-    wait_for(lambda: store.get_run(run_id)["iteration"] >= 2, timeout=90, what="iteration 2")
+    run_id = wait_for(lambda: store.list_runs() and store.list_runs()[0]["id"], timeout=300, what="the run row")
+    wait_for(lambda: store.get_run(run_id)["iteration"] >= 2, timeout=300, what="iteration 2")
     store.add_command(run_id, "pause")
     wait_for(lambda: store.get_run(run_id)["status"] == "paused", what="paused")
     held = store.get_run(run_id)["iteration"]
@@ -238,7 +255,7 @@ def test_rla_run_on_ray_pauses_resumes_and_completes_like_a_local_run(cluster, t
     beats_while_paused(store, run_id)
     assert store.get_run(run_id)["iteration"] == held and store.get_run(run_id)["status"] == "paused"
     store.add_command(run_id, "resume")
-    assert proc.wait(timeout=120) == 0, proc.stderr.read()
+    assert proc.wait(timeout=300) == 0, proc.stderr.read()
     assert store.get_run(run_id)["status"] == "completed"
     kinds = [e["kind"] for e in store.events(run_id)]
     assert {"placed", "pause", "resume", "completed"} <= set(kinds)
@@ -251,7 +268,7 @@ def test_an_ablation_on_ray_spreads_its_runs_over_both_nodes(cluster, tmp_path, 
     db = tmp_path / "a.db"
     monkeypatch.setenv("RAY_ADDRESS", cluster.address)
     res = rla("ablate", *TINY, "--seeds", "0", "--arms", "step,full", "--budget", "400", "--executor", "ray",
-              "--out", str(tmp_path / "t.md"), db=db, timeout=300)
+              "--set", PATIENT, "--out", str(tmp_path / "t.md"), db=db, timeout=600)
     assert res.returncode == 0, res.stdout + res.stderr
     assert "2 node(s)" in res.stdout and "run(s) at a time" in res.stdout
     store = open_store(db)
