@@ -299,11 +299,11 @@ class ExecutorConfig:
     run_cpus: float = _f(1.0, _RAY + "CPUs of the run's actor when distribute = run.", min=0.0,
                          min_exclusive=True, max=1024.0)
     run_gpus: float = _f(0.0, _RAY + "GPUs of the run's actor when distribute = run.", min=0.0, max=64.0)
-    # 60 s: a free cluster places and starts a worker in a few seconds (most of it importing torch);
-    # a busy machine or an autoscaler adding a node needs longer, and says so by raising this.
-    start_timeout_s: float = _f(60.0, _RAY + "seconds the cluster has to place and start the run's workers "
-                                            "(and a replacement for one that died, and the run's actor with "
-                                            "distribute = run) before the run fails.",
+    # 60 s: a free cluster places a worker at once and starts one in seconds (most of it importing
+    # torch); a busy machine, an autoscaler adding a node, or a large model to load needs longer.
+    start_timeout_s: float = _f(60.0, _RAY + "seconds the cluster has to place the run's workers, and to place "
+                                            "and start a replacement for one that died (or the run's actor, "
+                                            "with distribute = run), before the run fails.",
                                 min=0.0, min_exclusive=True, max=86400.0)
     restarts: int = _f(3, _RAY + "times a dead worker is restarted (its work resubmitted with the same seed) "
                                  "within one call before the iteration fails.", min=0, max=100)

@@ -87,16 +87,11 @@ class RayExecutor:
                              f"(executor.start_timeout_s); it has {self._has()}") from None
         self.config = cfg.to_dict()
         self.workers = {role: [self._spawn(role, k) for k in range(counts[role])] for role in ROLES}
-        try:
-            placed = {role: ray.get([w.where.remote() for w in ws], timeout=ex.start_timeout_s)
-                      for role, ws in self.workers.items()}
+        try:    # unbounded: their resources are held, and loading a large model may take minutes
+            placed = {role: ray.get([w.where.remote() for w in ws]) for role, ws in self.workers.items()}
         except DEAD as e:
             self.close()
             raise ExecutorError(f"the run's Ray workers could not start: {first_line(e)}") from None
-        except ray.exceptions.GetTimeoutError:
-            self.close()
-            raise ExecutorError(f"the run's Ray workers did not start within {ex.start_timeout_s:g} s "
-                                f"(executor.start_timeout_s)") from None
         # the driver's generator states go to a worker only where they mean the same there
         self.ship_state = {role: all(p["device"] == device.type for p in placed[role]) for role in ROLES}
         self.events.append((EventKind.PLACED, {
