@@ -122,6 +122,16 @@ def check_models(cfg: Config) -> None:
                 raise InputError(f"invalid config: {key} = {path!r}: {reason}")
 
 
+def recorded_preset(run_id: str, preset: str | None, config_file: str | None) -> str:
+    """What the run's preset column says: the preset, else the config file the user named. The
+    file the console or `rla ablate` writes for a run is named after it (paths.run_config_path,
+    ablation.execute) and is no choice of the user's: History grouped by preset would give each
+    such run a group of its own."""
+    if preset or not config_file:
+        return preset or ""
+    return "" if Path(config_file).stem == run_id else Path(config_file).name
+
+
 def start_run(db_path: Path, run_id: str, cfg: Config, *, name: str | None = None, preset: str | None = None,
               config_file: str | None = None, group: str | None = None,
               out: Callable[[str], None] = _say) -> int:
@@ -149,7 +159,7 @@ def start_run(db_path: Path, run_id: str, cfg: Config, *, name: str | None = Non
             # The starting state is checkpointed before the run row exists, so that every run a user
             # can see can be resumed, even one killed before its first iteration.
             checkpoint.save(folder, 0, trainer.state_dict(), cfg.run.keep_checkpoints, owner)
-            store.create_run(run_id, name=name, preset=preset or (Path(config_file).name if config_file else ""),
+            store.create_run(run_id, name=name, preset=recorded_preset(run_id, preset, config_file),
                              config=cfg.to_dict(), device=str(device), group_id=group,
                              first_events=[(EventKind.STARTED, {"device": str(device),
                                                                 "target": cfg.run.iterations,

@@ -192,7 +192,8 @@ class Group:
 
 
 def group_label(column: Column, value: Any, ablation: str | None = None) -> str:
-    label = f"{column.title} = {value_text(column, value) if not missing(value) else '(none)'}"
+    # an empty text is no value either: a run started with no preset records ""
+    label = f"{column.title} = {'(none)' if missing(value) or value == '' else value_text(column, value)}"
     return f"{label}{ARM_SEPARATOR}ablation {printable(ablation)}" if ablation else label
 
 

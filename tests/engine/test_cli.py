@@ -7,6 +7,8 @@ import sys
 import pytest
 
 from rla_engine import metrics
+from rla_engine.launch import recorded_preset
+from rla_engine.paths import run_config_path
 from rla_engine.store import open_store
 
 TINY = ["--preset", "tiny"]
@@ -84,6 +86,20 @@ def test_run_then_runs_show_presets(tmp_path):
     assert all(p in names for p in ("quickstart", "gridworld", "arithmetic"))
     store = open_store(db)
     assert [r["iteration"] for r in store.iterations(runs[0]["id"])] == [0, 1, 2, 3]
+
+
+def test_a_run_records_its_preset_or_the_users_config_file_and_not_one_written_for_it():
+    """The console and `rla ablate` start `rla run --config <a file they wrote, named after the
+    run>`: History's preset column showed that name, and its grouping by preset made a group of
+    each run."""
+    run_id = "20261206-055610-65e7"
+    written = run_config_path("/data/h.db", run_id)
+    assert recorded_preset(run_id, None, str(written)) == ""
+    assert recorded_preset(run_id, None, f"/data/ablations/{run_id}.toml") == ""
+    assert recorded_preset(run_id, "tiny", str(written)) == "tiny"
+    assert recorded_preset(run_id, None, "/home/me/experiment.toml") == "experiment.toml"
+    assert recorded_preset("another-run", None, str(written)) == f"{run_id}.toml"
+    assert recorded_preset(run_id, None, None) == ""
 
 
 def test_show_and_resume_of_an_unknown_run_exit_2(tmp_path):

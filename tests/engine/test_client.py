@@ -109,3 +109,4 @@ def test_a_run_that_finishes_between_two_polls_still_counts_as_started(tmp_path)
 
     run = asyncio.run(scenario())
     assert run["status"] == "completed"
+    assert run["preset"] == ""          # started with none: the console's own config file is no preset

@@ -307,3 +307,6 @@ def test_a_group_of_counts_reads_in_whole_numbers_and_a_group_of_measures_in_thr
     whole = [{**r, "columns": {**r["columns"], steps.id: 400.0}} for r in rows]
     model.rebuild(whole, [by, steps, success], by, 0, False)
     assert model.data(model.index(0, 1)) == "400 ± 0"
+    # runs started with no preset (recorded as "") are one group, labelled as having none
+    model.rebuild([{**r, "preset": ""} for r in rows], [by, steps, success], by, 0, False)
+    assert model.rowCount() == 1 and model.data(model.index(0, 0)) == "preset = (none)   (2 runs)"
