@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from .config import Config, from_dict
 from .errors import ExecutorError, InputError
-from .names import config_label, default_run_name
+from .names import config_label, default_run_name, recorded_preset
 from .output import say
 from .paths import keep_games_beside
 from .store import Store, open_store
@@ -120,16 +120,6 @@ def check_models(cfg: Config) -> None:
             reason = check(path)
             if reason is not None:
                 raise InputError(f"invalid config: {key} = {path!r}: {reason}")
-
-
-def recorded_preset(run_id: str, preset: str | None, config_file: str | None) -> str:
-    """What the run's preset column says: the preset, else the config file the user named. The
-    file the console or `rla ablate` writes for a run is named after it (paths.run_config_path,
-    ablation.execute) and is no choice of the user's: History grouped by preset would give each
-    such run a group of its own."""
-    if preset or not config_file:
-        return preset or ""
-    return "" if Path(config_file).stem == run_id else Path(config_file).name
 
 
 def start_run(db_path: Path, run_id: str, cfg: Config, *, name: str | None = None, preset: str | None = None,

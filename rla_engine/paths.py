@@ -88,9 +88,15 @@ def log_path(db_path: str | Path, run_id: str) -> Path:
     return logs_dir(db_path) / f"{check_run_id(run_id)}.log"
 
 
+def run_config_name(run_id: str) -> str:
+    """The name of the TOML the console or `rla ablate` writes for a run it starts: named after
+    the run, and so no choice of the user's to record as its preset (names.recorded_preset)."""
+    return f"{check_run_id(run_id)}.toml"
+
+
 def run_config_path(db_path: str | Path, run_id: str) -> Path:
     """The TOML the console hands to a spawned `rla run`."""
-    return logs_dir(db_path) / f"{check_run_id(run_id)}.toml"
+    return logs_dir(db_path) / run_config_name(run_id)
 
 
 # SQLite's own files beside the database: the write-ahead log, its shared-memory index and the

@@ -20,6 +20,7 @@ from typing import NamedTuple
 from ..commandline import resume_command, run_command
 from ..config import from_dict
 from ..errors import InputError
+from ..paths import run_config_name
 from ..store import Store
 from ..summary import config_differences
 from ..vocabulary import LIVE, Status
@@ -64,7 +65,7 @@ def _todo(store: Store, run: PlannedRun, group: str) -> Todo:
 def _command(run: PlannedRun, step: Step, db: Path, group: str, config_dir: Path, preset: str | None) -> list[str]:
     if step == Step.RESUME:
         return resume_command(sys.executable, db, run.run_id)
-    path = config_dir / f"{run.run_id}.toml"
+    path = config_dir / run_config_name(run.run_id)
     path.write_text(run.config.to_toml(), encoding="utf-8")
     return run_command(sys.executable, db, config=path, run_id=run.run_id, name=run.name, preset=preset, group=group)
 

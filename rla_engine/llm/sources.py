@@ -209,12 +209,6 @@ def load_model(path: str, *, device: str, dtype: str, trainable: bool) -> tuple[
     return _finish(model, tokenizer, dev, trainable), tokenizer
 
 
-def check_loadable(path: str) -> str | None:
-    """None if `path` names a model that loads, else a one-line reason (without the path):
-    check_source, then check_headers (launch runs the two over all of a run's models in turn)."""
-    return check_source(path) or check_headers(path)
-
-
 def check_headers(path: str) -> str | None:
     """For a source check_source accepted: None if it loads, else a one-line reason.
 

@@ -7,7 +7,7 @@ import sys
 import pytest
 
 from rla_engine import metrics
-from rla_engine.launch import recorded_preset
+from rla_engine.names import recorded_preset
 from rla_engine.paths import run_config_path
 from rla_engine.store import open_store
 

@@ -2,7 +2,7 @@
 other shapes, pickles that would run code, a GGUF header that lies, a model larger than the
 machine, an index that points out of the folder. `rla run` refuses each with exit code 2 and one
 line naming the field, the path and the reason, creates no database, and runs nothing from the
-folder; `check_loadable` (what launch checks before creating anything) says the same.
+folder; `check_loadable` (what launch checks of each model before creating anything) says the same.
 
 The folders are built here from the tiny-random model (benchmarks/fault_models.py has the builders
 and the full campaign through real subprocesses); `rla` runs in-process, its stderr read at the
@@ -55,10 +55,15 @@ def test_rla_run_refuses_a_hostile_model_in_one_line_naming_the_field(root, name
     assert not db.exists()
 
 
+def check_loadable(path: str) -> str | None:
+    """launch.check_models's two checks of one model, in its order."""
+    return sources.check_source(path) or sources.check_headers(path)
+
+
 @pytest.mark.parametrize("name", CASES)
 def test_check_loadable_gives_the_same_reason_before_anything_is_loaded(root, name):
     _, path = fault_models.make_case(root, name)
-    reason = sources.check_loadable(str(path))
+    reason = check_loadable(str(path))
     assert reason is not None and "\n" not in reason
     for word in fault_models.CASES[name][2]:
         assert word in reason
@@ -66,7 +71,7 @@ def test_check_loadable_gives_the_same_reason_before_anything_is_loaded(root, na
 
 
 def test_a_good_folder_passes_the_check(root):
-    assert sources.check_loadable(str(fault_models.good_folder(root))) is None
+    assert check_loadable(str(fault_models.good_folder(root))) is None
 
 
 def test_load_model_keeps_the_reason_apart_from_the_path(root):
