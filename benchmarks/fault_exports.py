@@ -251,8 +251,11 @@ def interrupt_during_imports(db: Path, out: Path, module: str) -> tuple[int, lis
     return proc.returncode, said
 
 
-# modules `rla` imports after its Ctrl-C line is set up, from the first to the last
-LATE_IMPORTS = ("rla_engine.config", "rla_engine.export", "rla_engine.store.base", "rla_engine.launch")
+# modules `rla export` imports after its Ctrl-C line is set up: the first, one in the middle, the last
+# before main() starts, and the first that the command imports itself (cli.py imports the store
+# late). Each is followed by more than a pipe's page of import lines, so the command blocks on one
+# of them (in the imports, or in the command) until the signal lands.
+LATE_IMPORTS = ("rla_engine.config", "rla_engine.export", "rla_engine.text", "rla_engine.bundle")
 
 
 def ctrl_c_while_starting(d: Path) -> tuple[bool, str]:

@@ -1,11 +1,15 @@
 """The `rla` command (DESIGN §5): its arguments, the engine function each command calls, and
 what it prints. Exit codes: 0 done, 2 invalid input (one line, no traceback), 1 runtime failure
-(the run is marked failed). Torch is imported only by `run` and `resume` (rla_engine.launch)."""
+(the run is marked failed). Torch is imported only by `run` and `resume` (rla_engine.launch), and
+the store (sqlite_utils, numpy: about 0.2 s) only by a command that gets as far as its database:
+input refused before that is answered without them."""
 from __future__ import annotations
 
 from .output import quiet_while_starting
 
-_imported = quiet_while_starting("rla")   # Ctrl-C during the imports below (~0.3 s): one line, no traceback
+# Ctrl-C from here until main() is inside its `try` (the imports below, ~0.1 s): one line, no
+# traceback (a process that only imports this module, a test, keeps that until it calls main())
+_started = quiet_while_starting("rla")
 
 import argparse
 import json
@@ -19,26 +23,21 @@ from . import metrics
 from .ablation.arms import ARMS, DIAGNOSTIC_ARMS
 from .alerts import describe, open_alerts
 from .config import ConfigError, build, preset_description, preset_names
-from .errors import ExecutorError, InputError
+from .errors import ExecutorError, InputError, StoreError
 from .export import FORMATS, ExportInputError
-from .export.bundles import read_bundles
 from .export.command import (PROG, RendererMissing, added_charts, chart_json_option, chart_option, render_command,
                              run_export, run_renderer)
 from .export.renderer import renderer_command
 from .commandline import UNOWNED_FLAG
-from .launch import resume_run, start_run
 from .names import config_label, default_group
 from .output import say
 from .ablation.arms import check_group
 from .paths import RunBusy, UnsafeRunId, check_run_id, default_db_path, lock_group, unlock_run
 from .sandbox import command as sandbox_command
-from .store import StoreError, new_run_id, open_store
 from .spread import mean_std
-from .summary import FINAL, SUMMARY_KEYS, figure, run_duration
 from .text import json_safe, printable, shown
 from .vocabulary import LIVE, EventKind, TaskStatus
 
-_imported()    # from here on Ctrl-C is a KeyboardInterrupt again: main() says "interrupted" (130)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -138,6 +137,7 @@ def _db_path(db: str | None) -> Path:
 
 
 def _open(db: str | None, create: bool = True):
+    from .store import open_store
     return open_store(_db_path(db), create=create)
 
 
@@ -153,9 +153,11 @@ def cmd_run(a) -> int:
     sets = [*a.set, *([f"executor.kind={a.executor}"] if a.executor else [])]
     cfg = build(preset=a.preset, config_file=a.config, sets=sets,
                 iterations=a.iterations, seed=a.seed, device=a.device)
-    run_id = _run_id(a.run_id) if a.run_id is not None else new_run_id()
+    run_id = _run_id(a.run_id) if a.run_id is not None else None
     group = None if a.group is None else check_group(a.group)     # the rule `rla ablate` applies
-    return start_run(_db_path(a.db), run_id, cfg, name=a.name, preset=a.preset, config_file=a.config,
+    from .launch import start_run
+    from .store import new_run_id
+    return start_run(_db_path(a.db), run_id or new_run_id(), cfg, name=a.name, preset=a.preset, config_file=a.config,
                      group=group)
 
 
@@ -216,7 +218,9 @@ def _ablate(a, store, base, planned, group: str, label: str, seeds: list[int], a
 
 
 def cmd_resume(a) -> int:
-    return resume_run(_db_path(a.db), _run_id(a.run_id), iterations=a.iterations, device=a.device,
+    run_id = _run_id(a.run_id)
+    from .launch import resume_run
+    return resume_run(_db_path(a.db), run_id, iterations=a.iterations, device=a.device,
                       accept_unowned=a.accept_unowned_checkpoints)
 
 
@@ -235,6 +239,7 @@ def cmd_doctor(a) -> int:
 # (a status as `damaged`), say which columns in `show`, and list the rest of the history as usual.
 # Every stored string reaches the terminal through `printable` (a name may hold `\x1b[2J`).
 def _summary(store, run: dict) -> dict:
+    from .summary import SUMMARY_KEYS, run_duration
     latest = store.latest_metrics(run["id"])
     duration = run_duration(run)
     out = {"id": run["id"], "name": run["name"], "status": run["status"], "preset": run["preset"],
@@ -247,6 +252,7 @@ def _summary(store, run: dict) -> dict:
 
 
 def cmd_runs(a) -> int:
+    from .summary import figure
     store = _open(a.db, create=False)
     store.refresh_liveness()
     rows = [_summary(store, r) for r in store.list_runs(include_archived=a.all)]
@@ -266,6 +272,7 @@ def cmd_runs(a) -> int:
 
 
 def _print_finals(latest: dict) -> None:
+    from .summary import FINAL
     if latest:
         print(f"  {FINAL.name} values ({FINAL.definition}):")
     for k in sorted(latest):
@@ -275,6 +282,7 @@ def _print_finals(latest: dict) -> None:
 
 
 def cmd_show(a) -> int:
+    from .summary import figure
     store = _open(a.db, create=False)
     store.refresh_liveness()
     run = store.get_run(a.run_id)
@@ -366,6 +374,7 @@ def cmd_serve(a) -> int:
 
 
 def cmd_import(a) -> int:
+    from .export.bundles import read_bundles
     bundles = read_bundles(a.file)
     if a.as_id is not None and len(bundles) != 1:
         raise InputError(f"--as {a.as_id}: {a.file} holds {len(bundles)} runs; --as needs exactly one")
@@ -383,6 +392,9 @@ COMMANDS = {"run": cmd_run, "ablate": cmd_ablate, "resume": cmd_resume, "runs": 
 
 def main(argv: list[str] | None = None) -> int:
     try:
+        # Ctrl-C is a KeyboardInterrupt again, answered below: restored here, not at the end of the
+        # imports, so that none lands between the two, where it would end in a traceback
+        _started()
         a = _parser().parse_args(argv)
         return COMMANDS[a.command](a)
     except StoreError as e:

@@ -28,9 +28,11 @@ def say(line: str, err: bool = False) -> None:
 
 def quiet_while_starting(prog: str) -> Callable[[], None]:
     """Until the returned function is called, Ctrl-C prints `<prog>: interrupted` and exits 130
-    at once: for a command's imports (a third of a second), where a KeyboardInterrupt would end
+    at once: for a command's imports (a tenth of a second), where a KeyboardInterrupt would end
     in a traceback and nothing has started that needs stopping. A Ctrl-C that the process was
-    told to ignore (started in the background) stays ignored."""
+    told to ignore (started in the background) stays ignored. The returned function restores
+    Python's own handling the first time it is called, and does nothing after: a program that
+    calls the command's main() twice keeps whatever handler it set in between."""
     before = signal.getsignal(signal.SIGINT)
     if threading.current_thread() is not threading.main_thread() or before in (signal.SIG_IGN, None):
         return lambda: None
@@ -40,9 +42,13 @@ def quiet_while_starting(prog: str) -> Callable[[], None]:
         os._exit(130)
 
     signal.signal(signal.SIGINT, stop)
+    restored = False
 
     def restore() -> None:
-        signal.signal(signal.SIGINT, before)
+        nonlocal restored
+        if not restored and threading.current_thread() is threading.main_thread():
+            restored = True
+            signal.signal(signal.SIGINT, before)
     return restore
 
 

@@ -15,6 +15,7 @@ from collections.abc import Iterator
 
 from .sqlite_lib import sqlite_utils
 
+from ..errors import StoreError
 from ..paths import PRIVATE_FILE, make_private_dir
 from ..vocabulary import TASK_COLUMNS, TaskRow
 
@@ -22,16 +23,6 @@ from ..vocabulary import TASK_COLUMNS, TaskRow
 BUSY_TIMEOUT_MS = 5_000
 REQUIRED_TABLES = ("runs", "iterations", "metrics", "events", "commands", "tasks")
 FTS_COLUMNS = ("name", "notes", "tags")
-
-
-class StoreError(RuntimeError):
-    """A database that cannot be used; the message says which file and why. `hint` is what to do
-    about it at the command line ("name a new path with --db"): the CLI adds it, the console,
-    which has no --db, does not."""
-
-    def __init__(self, message: str, *, hint: str = ""):
-        super().__init__(message)
-        self.hint = hint
 
 
 class WriteError(StoreError):

@@ -192,7 +192,7 @@ def _run_case(root: Path, case_id: str, argv: list[str]) -> dict:
 
 @pytest.fixture(scope="module")
 def results(request, tmp_path_factory) -> dict:
-    """Run the selected cases concurrently (each `rla` start is ~0.3 s of CPU, mostly imports)."""
+    """Run the selected cases concurrently (each refused `rla` is ~0.1 s of CPU, mostly imports)."""
     wanted = {item.callspec.id for item in request.session.items
               if item.originalname == "test_bad_input_exits_2_with_one_line_and_changes_nothing"}
     root = tmp_path_factory.mktemp("cli")
