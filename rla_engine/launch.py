@@ -130,13 +130,13 @@ def start_run(db_path: Path, run_id: str, cfg: Config, *, name: str | None = Non
 
     Everything that can be refused is checked before a file is created: the name, the models,
     the device, an id already taken in an existing database."""
-    from . import checkpoint
     name = check_text("--name", name or default_run_name(config_label(preset, config_file, cfg.task.family)))
     check_models(cfg)
     check_executor(cfg)
     if _exists(db_path):
         _refuse_taken(_open_for_engine(db_path, create=False), run_id)
     keep_games_beside(db_path)          # a path _exists refused never gets here
+    from . import checkpoint            # torch (~1.5 s): only once nothing above refused the run
     trainer = make_run_loop(cfg, cfg.run.device, lambda e: f"invalid config: run.device = {cfg.run.device!r}: {e}")
     device = trainer.device
     try:
@@ -207,12 +207,12 @@ def resume_run(db_path: Path, run_id: str, *, iterations: int | None = None, dev
     more (default: up to the run's own target), on `device` (default: the run's own); return
     the exit code. A database that signs its checkpoints loads no unsigned one for its runs
     unless `accept_unowned` (`rla resume` with UNOWNED_FLAG)."""
-    from . import checkpoint
     store = _open_for_engine(db_path, create=False)
     cfg = _resumable(store, run_id, iterations)
     check_models(cfg)
     check_executor(cfg)
     keep_games_beside(store.path)
+    from . import checkpoint            # torch (~1.5 s): only once nothing above refused the resume
     with claimed(store, run_id, new=False) as folder:
         cfg = _resumable(store, run_id, iterations)    # again under the claim: a twin may have resumed it
         checkpoint.clean_tmp(folder)

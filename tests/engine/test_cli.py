@@ -48,24 +48,27 @@ def test_invalid_config_exits_2_names_the_field_and_writes_nothing(tmp_path, arg
 
 def test_input_refused_before_the_database_is_answered_without_the_store_or_torch(tmp_path):
     # a typo costs a user (and this suite, some hundred times) ~0.1 s, not the ~0.35 s of
-    # importing the store's libraries (sqlite_utils, numpy) or the seconds of torch; the same
-    # process then lists the runs, which does import the store: the check sees imports
+    # importing the store's libraries (sqlite_utils, numpy), and a run or database refused by the
+    # store costs no torch (~1.5 s); the same process then lists the runs, which does import the
+    # store: the check sees imports
     open_store(tmp_path / "h.db").close()
     script = f"""
 import sys
 from rla_engine import cli
-db = {str(tmp_path / "h.db")!r}
+db, folder = {str(tmp_path / "h.db")!r}, {str(tmp_path)!r}
 refused = [["run", "--preset", "nope", "--db", db], ["run", "--set", "judge.m=0", "--db", db],
            ["run", "--run-id", "../up", "--db", db], ["ablate", "--seeds", "x", "--budget", "10", "--db", db],
            ["resume", "../up", "--db", db]]
-codes = [cli.main(argv) for argv in refused]
+by_the_store = [["resume", "nosuch", "--db", db], ["run", "--preset", "tiny", "--db", folder]]
 loaded = lambda: [m for m in ("torch", "numpy", "sqlite_utils", "rla_engine.store") if m in sys.modules]
-print(codes, loaded())
+print([cli.main(argv) for argv in refused], loaded())
+print([cli.main(argv) for argv in by_the_store], loaded())
 print(cli.main(["runs", "--db", db]), loaded())
 """
     res = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
     lines = res.stdout.splitlines()
     assert lines[0] == "[2, 2, 2, 2, 2] []", res.stdout + res.stderr
+    assert lines[1] == "[2, 2] ['numpy', 'sqlite_utils', 'rla_engine.store']", res.stdout + res.stderr
     assert lines[-1] == "0 ['numpy', 'sqlite_utils', 'rla_engine.store']", res.stdout + res.stderr
 
 
