@@ -39,7 +39,6 @@ from .text import json_safe, printable, shown
 from .vocabulary import LIVE, EventKind, TaskStatus
 
 
-
 class _Parser(argparse.ArgumentParser):
     """Usage mistakes are invalid input like any other: one line, exit 2 (no usage block)."""
 
